@@ -1,0 +1,231 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/resilience/backoff"
+	"github.com/weirhq/weir/resilience/budget"
+)
+
+// DefaultMaxAttempts is one attempt and five retries, as weir's resilience
+// spec asks for calls to rate-limited APIs.
+const DefaultMaxAttempts = 6
+
+// Config configures a Policy. The zero value works: six attempts, the
+// default backoff (1 s doubling to 60 s, ±20%), no TTL, every error
+// retryable unless marked Permanent.
+type Config struct {
+	// MaxAttempts is the number of attempts in all, the first included.
+	// Default 6. Must not be negative.
+	MaxAttempts int
+	// TTL is the total time allowed from the start of the first attempt.
+	// The policy gives up rather than start a wait that would end past it.
+	// Zero means no TTL.
+	TTL time.Duration
+	// Backoff is the wait between attempts. The zero value is the default
+	// backoff.
+	Backoff backoff.Backoff
+	// Retryable classifies an error the function returned. Default
+	// IsRetryable: every error but a Permanent one. The caller's own
+	// context ending is never retried, whatever Retryable says.
+	Retryable func(error) bool
+	// Budget, when set, must allow each retry; it is shared between
+	// policies that call the same dependency.
+	Budget *budget.Budget
+	// OnRetry, when set, is called before each wait.
+	OnRetry func(Event)
+	// Logger, when set, logs each retry at Info and giving up at Warn.
+	Logger *slog.Logger
+	// Clock is the source of time. Default clock.Real.
+	Clock clock.Clock
+	// Rand returns uniform numbers in [0, 1) for jitter. Default
+	// math/rand/v2's Float64.
+	Rand func() float64
+}
+
+// Event describes a retry about to wait.
+type Event struct {
+	// Attempt is the number of the attempt that just failed, from 1.
+	Attempt int
+	// Err is the error it returned.
+	Err error
+	// Delay is the wait before the next attempt.
+	Delay time.Duration
+	// Elapsed is the time since the first attempt started.
+	Elapsed time.Duration
+}
+
+// IsRetryable is the default classifier: every error is retryable unless it
+// is marked Permanent.
+func IsRetryable(err error) bool { return !IsPermanent(err) }
+
+// Policy runs functions with retries. It is safe for concurrent use; one
+// Policy can serve many goroutines.
+type Policy struct {
+	cfg Config
+}
+
+// New returns a Policy, or an error naming the bad field.
+func New(cfg Config) (*Policy, error) {
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = DefaultMaxAttempts
+	}
+	if cfg.MaxAttempts < 0 {
+		return nil, fmt.Errorf("retry: max attempts %d is negative", cfg.MaxAttempts)
+	}
+	if cfg.TTL < 0 {
+		return nil, fmt.Errorf("retry: ttl %v is negative", cfg.TTL)
+	}
+	if err := cfg.Backoff.Validate(); err != nil {
+		return nil, fmt.Errorf("retry: %w", err)
+	}
+	cfg.Backoff = cfg.Backoff.Normalized()
+	if cfg.Retryable == nil {
+		cfg.Retryable = IsRetryable
+	}
+	cfg.Clock = clock.Or(cfg.Clock)
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Float64
+	}
+	return &Policy{cfg: cfg}, nil
+}
+
+// MustNew is New for configs known to be valid; it panics on a bad one.
+func MustNew(cfg Config) *Policy {
+	p, err := New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// Config returns the policy's config with its defaults filled in.
+func (p *Policy) Config() Config { return p.cfg }
+
+// Do calls fn until it returns nil or the policy gives up. It returns nil on
+// success and an *Error, which unwraps to fn's last error, otherwise.
+func (p *Policy) Do(ctx context.Context, fn func(context.Context) error) error {
+	cfg := &p.cfg
+	start := cfg.Clock.Now()
+	if cfg.Budget != nil {
+		cfg.Budget.Begin()
+		defer cfg.Budget.End()
+	}
+	var (
+		prev    time.Duration
+		lastErr error
+	)
+	for attempt := 1; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return p.giveUp(ReasonCancelled, attempt-1, start, lastErr, err, "context ended before attempt")
+		}
+		err := fn(ctx)
+		if attempt > 1 && cfg.Budget != nil {
+			cfg.Budget.RetryDone()
+		}
+		if err == nil {
+			return nil
+		}
+		lastErr = err
+		if cerr := ctx.Err(); cerr != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			return p.giveUp(ReasonCancelled, attempt, start, err, cerr, "")
+		}
+		if !cfg.Retryable(err) {
+			return p.giveUp(ReasonNonRetryable, attempt, start, err, nil, "")
+		}
+		if attempt >= cfg.MaxAttempts {
+			return p.giveUp(ReasonMaxAttempts, attempt, start, err, nil, "")
+		}
+		delay, hinted := p.delay(attempt, prev, err)
+		elapsed := cfg.Clock.Now().Sub(start)
+		if cfg.TTL > 0 && elapsed+delay > cfg.TTL {
+			what := "next wait"
+			if hinted {
+				what = "retry-after"
+			}
+			return p.giveUp(ReasonTTL, attempt, start, err, nil,
+				fmt.Sprintf("%s %v would pass the %v ttl with %v left", what, delay, cfg.TTL, max(cfg.TTL-elapsed, 0)))
+		}
+		if cfg.Budget != nil && !cfg.Budget.TryRetry() {
+			return p.giveUp(ReasonBudgetExhausted, attempt, start, err, nil, "retry budget refused the retry")
+		}
+		if cfg.OnRetry != nil {
+			cfg.OnRetry(Event{Attempt: attempt, Err: err, Delay: delay, Elapsed: elapsed})
+		}
+		if cfg.Logger != nil {
+			cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "retrying",
+				slog.Int("attempt", attempt), slog.Int("max_attempts", cfg.MaxAttempts),
+				slog.Duration("delay", delay), slog.String("err", err.Error()))
+		}
+		if cerr := p.wait(ctx, delay); cerr != nil {
+			if cfg.Budget != nil {
+				cfg.Budget.RetryDone()
+			}
+			return p.giveUp(ReasonCancelled, attempt, start, err, cerr, "context ended during wait")
+		}
+		prev = delay
+	}
+}
+
+// delay is the wait after attempt: the backoff's, raised to the error's
+// retry-after hint (capped by the backoff's Cap).
+func (p *Policy) delay(attempt int, prev time.Duration, err error) (d time.Duration, hinted bool) {
+	b := &p.cfg.Backoff
+	d = b.Delay(attempt, prev, p.cfg.Rand())
+	if h, ok := AfterHint(err); ok {
+		h = min(h, b.Cap)
+		if h > d {
+			return h, true
+		}
+	}
+	return d, false
+}
+
+func (p *Policy) wait(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := p.cfg.Clock.NewTimer(d)
+	select {
+	case <-t.C():
+		return nil
+	case <-ctx.Done():
+		t.Stop()
+		return ctx.Err()
+	}
+}
+
+func (p *Policy) giveUp(reason Reason, attempts int, start time.Time, last, ctxErr error, detail string) error {
+	e := &Error{
+		Reason:   reason,
+		Attempts: attempts,
+		Elapsed:  p.cfg.Clock.Now().Sub(start),
+		Last:     last,
+		Detail:   detail,
+		ctxErr:   ctxErr,
+	}
+	if p.cfg.Logger != nil {
+		p.cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn, "retry gave up",
+			slog.String("reason", string(reason)), slog.Int("attempt", attempts),
+			slog.Duration("elapsed", e.Elapsed), slog.Any("err", last))
+	}
+	return e
+}
+
+// DoValue is Do for a function that returns a value with its error. It
+// returns the value of the successful call.
+func DoValue[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error)) (T, error) {
+	var v T
+	err := p.Do(ctx, func(ctx context.Context) error {
+		var err error
+		v, err = fn(ctx)
+		return err
+	})
+	return v, err
+}
