@@ -75,6 +75,26 @@ func (f *Fake) setLocked(t time.Time) {
 	f.notifyLocked()
 }
 
+// AdvanceToNextTimer moves the time to the earliest waiting timer's deadline,
+// fires it (and any other timer due by then) and returns how far the time
+// moved. With no timer waiting it does nothing and returns 0.
+func (f *Fake) AdvanceToNextTimer() time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.timers) == 0 {
+		return 0
+	}
+	next := f.timers[0].when
+	for _, tm := range f.timers[1:] {
+		if tm.when.Before(next) {
+			next = tm.when
+		}
+	}
+	d := next.Sub(f.now)
+	f.setLocked(next)
+	return d
+}
+
 // Timers returns how many timers are waiting to fire.
 func (f *Fake) Timers() int {
 	f.mu.Lock()

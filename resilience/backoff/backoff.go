@@ -82,8 +82,9 @@ func (m JitterMode) String() string {
 var ErrInvalid = errors.New("invalid backoff")
 
 // Backoff describes a retry delay schedule. The zero value is the default
-// (exponential, 1 s base, factor 2, 60 s cap, ±20% jitter); zero fields take
-// their defaults. A Backoff is a plain value, safe to copy and to share
+// (exponential, 1 s base, factor 2, 60 s cap, ±20% jitter); in a struct
+// literal, zero fields take their defaults. Values made by Exponential,
+// Constant and Linear take their arguments as given. A Backoff is a plain value, safe to copy and to share
 // between goroutines.
 type Backoff struct {
 	// Schedule is exponential (default), constant or linear.
@@ -101,22 +102,32 @@ type Backoff struct {
 	Jitter JitterMode
 	// Fraction is p for proportional jitter, in (0, 1]. Default 0.2.
 	Fraction float64
+
+	// exact is set by the constructors: their arguments are taken as
+	// given, so Constant(0) waits nothing instead of the default base.
+	exact bool
 }
 
 // Exponential returns an exponential backoff with the default jitter.
+// Its arguments are taken as given: a zero base or cap means zero.
 func Exponential(base time.Duration, factor float64, cap time.Duration) Backoff {
-	return Backoff{Schedule: ScheduleExponential, Base: base, Factor: factor, Cap: cap}
+	return Backoff{Schedule: ScheduleExponential, Base: base, Factor: factor, Step: base, Cap: cap,
+		Jitter: JitterProportional, Fraction: DefaultFraction, exact: true}
 }
 
 // Constant returns a backoff that waits d before every retry, without jitter.
+// Constant(0) retries at once.
 func Constant(d time.Duration) Backoff {
-	return Backoff{Schedule: ScheduleConstant, Base: d, Cap: d, Jitter: JitterNone}
+	return Backoff{Schedule: ScheduleConstant, Base: d, Factor: 1, Step: 0, Cap: d,
+		Jitter: JitterNone, Fraction: DefaultFraction, exact: true}
 }
 
 // Linear returns a backoff that starts at base and grows by step, up to cap,
 // with the default jitter.
+// Its arguments are taken as given.
 func Linear(base, step, cap time.Duration) Backoff {
-	return Backoff{Schedule: ScheduleLinear, Base: base, Step: step, Cap: cap}
+	return Backoff{Schedule: ScheduleLinear, Base: base, Factor: 1, Step: step, Cap: cap,
+		Jitter: JitterProportional, Fraction: DefaultFraction, exact: true}
 }
 
 // WithJitter returns a copy of b with jitter mode m.
@@ -132,9 +143,14 @@ func (b Backoff) WithProportionalJitter(p float64) Backoff {
 	return b
 }
 
-// Normalized returns b with every zero field set to its default. A Cap
-// below Base is raised to Base.
+// Normalized returns b with every zero field set to its default, unless b
+// was made by a constructor, whose arguments stand as given. A Cap below Base
+// is raised to Base.
 func (b Backoff) Normalized() Backoff {
+	if b.exact {
+		b.Cap = max(b.Cap, b.Base)
+		return b
+	}
 	if b.Base == 0 {
 		b.Base = DefaultBase
 	}
@@ -172,9 +188,9 @@ func (b Backoff) Validate() error {
 		return fmt.Errorf("%w: cap %v is negative", ErrInvalid, b.Cap)
 	case b.Step < 0:
 		return fmt.Errorf("%w: step %v is negative", ErrInvalid, b.Step)
-	case b.Factor != 0 && (b.Factor < 1 || math.IsNaN(b.Factor) || math.IsInf(b.Factor, 0)):
+	case (b.Factor != 0 || b.exact) && (b.Factor < 1 || math.IsNaN(b.Factor) || math.IsInf(b.Factor, 0)):
 		return fmt.Errorf("%w: factor %v must be a finite number of at least 1", ErrInvalid, b.Factor)
-	case b.Fraction != 0 && !(b.Fraction > 0 && b.Fraction <= 1):
+	case (b.Fraction != 0 || b.exact) && !(b.Fraction > 0 && b.Fraction <= 1):
 		return fmt.Errorf("%w: jitter fraction %v must be in (0, 1]", ErrInvalid, b.Fraction)
 	}
 	return nil

@@ -40,6 +40,8 @@ func TestScheduled(t *testing.T) {
 		{"factor 1.5", backoff.Exponential(time.Second, 1.5, time.Minute), []time.Duration{time.Second, 1500 * time.Millisecond, 2250 * time.Millisecond}},
 		{"constant", backoff.Constant(3 * time.Second), []time.Duration{3 * time.Second, 3 * time.Second, 3 * time.Second}},
 		{"linear", backoff.Linear(time.Second, 2*time.Second, 6*time.Second), []time.Duration{time.Second, 3 * time.Second, 5 * time.Second, 6 * time.Second, 6 * time.Second}},
+		{"constant zero retries at once", backoff.Constant(0), []time.Duration{0, 0}},
+		{"constructor zero cap means the base", backoff.Exponential(time.Second, 2, 0), []time.Duration{time.Second, time.Second}},
 		{"cap below base is raised", backoff.Exponential(10*time.Second, 2, time.Second), []time.Duration{10 * time.Second, 10 * time.Second}},
 	}
 	for _, tt := range tests {
@@ -238,6 +240,9 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("Validate() = %q, want it to name %q", err, tt.want)
 			}
 		})
+	}
+	if err := backoff.Exponential(time.Second, 0, time.Minute).Validate(); err == nil {
+		t.Fatal("Exponential with factor 0 validated")
 	}
 	if err := (backoff.Backoff{}).Validate(); err != nil {
 		t.Fatalf("zero value: %v", err)

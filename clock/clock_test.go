@@ -1,0 +1,96 @@
+package clock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir/clock"
+)
+
+var t0 = time.Date(2026, 1, 21, 15, 30, 0, 0, time.UTC)
+
+func TestFakeTimersFireInOrderWhenDue(t *testing.T) {
+	c := clock.NewFake(t0)
+	late := c.NewTimer(3 * time.Second)
+	early := c.NewTimer(time.Second)
+	if n := c.Timers(); n != 2 {
+		t.Fatalf("Timers() = %d, want 2", n)
+	}
+	c.Advance(999 * time.Millisecond)
+	select {
+	case <-early.C():
+		t.Fatal("timer fired before its deadline")
+	default:
+	}
+	c.Advance(time.Millisecond)
+	if got := <-early.C(); !got.Equal(t0.Add(time.Second)) {
+		t.Fatalf("early fired with %v", got)
+	}
+	if d := c.AdvanceToNextTimer(); d != 2*time.Second {
+		t.Fatalf("AdvanceToNextTimer moved %v, want 2s", d)
+	}
+	<-late.C()
+	if d := c.AdvanceToNextTimer(); d != 0 {
+		t.Fatalf("AdvanceToNextTimer with no timers moved %v", d)
+	}
+}
+
+func TestFakeStop(t *testing.T) {
+	c := clock.NewFake(t0)
+	tm := c.NewTimer(time.Second)
+	if !tm.Stop() {
+		t.Fatal("Stop of a waiting timer returned false")
+	}
+	if tm.Stop() {
+		t.Fatal("second Stop returned true")
+	}
+	c.Advance(time.Hour)
+	select {
+	case <-tm.C():
+		t.Fatal("stopped timer fired")
+	default:
+	}
+	fired := c.NewTimer(0)
+	<-fired.C()
+	if fired.Stop() {
+		t.Fatal("Stop of a fired timer returned true")
+	}
+}
+
+func TestFakeWaitForTimers(t *testing.T) {
+	c := clock.NewFake(t0)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tm := c.NewTimer(time.Minute)
+		<-tm.C()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.WaitForTimers(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(time.Minute)
+	<-done
+	short, cancel2 := context.WithCancel(context.Background())
+	cancel2()
+	if err := c.WaitForTimers(short, 5); err == nil {
+		t.Fatal("WaitForTimers returned nil with no timers and a cancelled context")
+	}
+}
+
+func TestRealAndOr(t *testing.T) {
+	if clock.Or(nil) != clock.Real {
+		t.Fatal("Or(nil) is not Real")
+	}
+	f := clock.NewFake(t0)
+	if clock.Or(f) != clock.Clock(f) {
+		t.Fatal("Or(f) is not f")
+	}
+	tm := clock.Real.NewTimer(time.Millisecond)
+	<-tm.C()
+	if d := time.Since(clock.Real.Now()); d > time.Minute || d < -time.Minute {
+		t.Fatalf("Real.Now is off by %v", d)
+	}
+}
