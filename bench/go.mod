@@ -3,14 +3,12 @@ module github.com/weirhq/weir/bench
 go 1.26
 
 require (
+	github.com/cenkalti/backoff/v5 v5.0.3
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/sony/gobreaker/v2 v2.4.0
 	github.com/weirhq/weir v0.0.0
 )
 
-require (
-	github.com/bits-and-blooms/bitset v1.24.4 // indirect
-	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
-)
+require github.com/bits-and-blooms/bitset v1.24.4 // indirect
 
 replace github.com/weirhq/weir => ../

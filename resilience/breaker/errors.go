@@ -44,6 +44,11 @@ func (e *OpenError) Error() string {
 // Is reports whether target is [ErrOpen].
 func (e *OpenError) Is(target error) bool { return target == ErrOpen }
 
+// Permanent reports true. A retry policy (weir's retry package looks for
+// this method) gives up at once on an open breaker instead of adding load
+// to a dependency that is known to be down.
+func (e *OpenError) Permanent() bool { return true }
+
 // ignoredError marks an error the breaker must not count.
 type ignoredError struct{ err error }
 

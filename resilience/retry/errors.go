@@ -119,6 +119,6 @@ type afterError struct {
 	d   time.Duration
 }
 
-func (e *afterError) Error() string              { return e.err.Error() }
-func (e *afterError) Unwrap() error              { return e.err }
+func (e *afterError) Error() string             { return e.err.Error() }
+func (e *afterError) Unwrap() error             { return e.err }
 func (e *afterError) RetryAfter() time.Duration { return e.d }

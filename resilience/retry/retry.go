@@ -150,7 +150,7 @@ func (p *Policy) Do(ctx context.Context, fn func(context.Context) error) error {
 				what = "retry-after"
 			}
 			return p.giveUp(ReasonTTL, attempt, start, err, nil,
-				fmt.Sprintf("%s %v would pass the %v ttl with %v left", what, delay, cfg.TTL, max(cfg.TTL-elapsed, 0)))
+				fmt.Sprintf("%s %v would pass the %v ttl with %v left", what, delay, cfg.TTL, max(cfg.TTL-elapsed, 0).Round(time.Millisecond)))
 		}
 		if cfg.Budget != nil && !cfg.Budget.TryRetry() {
 			return p.giveUp(ReasonBudgetExhausted, attempt, start, err, nil, "retry budget refused the retry")

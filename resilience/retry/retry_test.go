@@ -431,6 +431,8 @@ func TestPropertyPolicyBounds(t *testing.T) {
 			},
 			Rand: func() float64 { return 0.999 },
 		}
+		var retried []time.Duration
+		cfg.OnRetry = func(e retry.Event) { retried = append(retried, e.Delay) }
 		p := newPolicy(rt, clk, cfg)
 		outcomes := rapid.SliceOfN(rapid.SampledFrom([]string{"fail", "hint", "permanent", "ok"}), 1, 15).Draw(rt, "outcomes")
 		hint := time.Duration(rapid.Int64Range(0, int64(10*time.Minute)).Draw(rt, "hint"))
@@ -454,10 +456,20 @@ func TestPropertyPolicyBounds(t *testing.T) {
 		if calls > cfg.MaxAttempts {
 			rt.Fatalf("%d calls, max %d", calls, cfg.MaxAttempts)
 		}
-		if len(waits) != calls-1 {
-			rt.Fatalf("%d waits for %d calls", len(waits), calls)
+		if len(retried) != calls-1 {
+			rt.Fatalf("%d retries for %d calls", len(retried), calls)
+		}
+		var waited, planned time.Duration
+		for _, w := range waits {
+			waited += w
+		}
+		for _, d := range retried {
+			planned += d
 		}
 		elapsed := clk.Now().Sub(t0)
+		if waited != planned || elapsed != waited {
+			rt.Fatalf("waited %v, planned %v, clock moved %v", waited, planned, elapsed)
+		}
 		if cfg.TTL > 0 && elapsed > cfg.TTL {
 			rt.Fatalf("clock moved %v, past the %v TTL", elapsed, cfg.TTL)
 		}
