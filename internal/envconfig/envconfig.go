@@ -1,0 +1,129 @@
+package envconfig
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/weirhq/weir/resilience/backoff"
+	"github.com/weirhq/weir/resilience/retry"
+)
+
+// Lookup returns the value of an environment variable and whether it is
+// set, as os.LookupEnv does.
+type Lookup func(name string) (string, bool)
+
+// OS looks up the process environment.
+func OS(name string) (string, bool) { return os.LookupEnv(name) }
+
+// Map returns a Lookup over a fixed set of variables, for tests.
+func Map(vars map[string]string) Lookup {
+	return func(name string) (string, bool) {
+		v, ok := vars[name]
+		return v, ok
+	}
+}
+
+// The event-retry variables and their defaults.
+const (
+	RetryMaxAttempts     = "WEIR_RETRY_MAX_ATTEMPTS"      // default 8
+	RetryBaseDelayMS     = "WEIR_RETRY_BASE_DELAY_MS"     // default 250
+	RetryBackoffFactor   = "WEIR_RETRY_BACKOFF_FACTOR"    // default 2.0
+	RetryMaxDelaySeconds = "WEIR_RETRY_MAX_DELAY_SECONDS" // default 60
+	RetryTTLMinutes      = "WEIR_RETRY_TTL_MINUTES"       // default 30
+)
+
+// Event-retry defaults: 8 attempts, 250 ms doubling to a 60 s cap with full
+// jitter, abandoned after 30 minutes.
+const (
+	DefaultRetryMaxAttempts     = 8
+	DefaultRetryBaseDelayMS     = 250
+	DefaultRetryBackoffFactor   = 2.0
+	DefaultRetryMaxDelaySeconds = 60
+	DefaultRetryTTLMinutes      = 30
+)
+
+// Upper limits that keep a typo from meaning "retry for a century".
+const (
+	maxAttempts   = 1000
+	maxDelay      = 24 * time.Hour
+	maxTTL        = 30 * 24 * time.Hour
+	maxFactor     = 100.0
+	maxBaseDelay  = time.Hour
+	minDelayCap   = time.Millisecond
+	minTTLMinutes = 1
+)
+
+// Error is a refused variable.
+type Error struct {
+	Name, Value string
+	Reason      string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("%s=%q: %s", e.Name, e.Value, e.Reason)
+}
+
+// EventRetry returns the retry config for event handlers, from the
+// WEIR_RETRY_* variables over their defaults. Every bad variable is
+// reported, joined in one error.
+func EventRetry(env Lookup) (retry.Config, error) {
+	var errs []error
+	attempts := intVar(env, RetryMaxAttempts, DefaultRetryMaxAttempts, 1, maxAttempts, "attempts", &errs)
+	baseMS := intVar(env, RetryBaseDelayMS, DefaultRetryBaseDelayMS, 0, int(maxBaseDelay/time.Millisecond), "milliseconds", &errs)
+	factor := floatVar(env, RetryBackoffFactor, DefaultRetryBackoffFactor, 1, maxFactor, &errs)
+	capS := intVar(env, RetryMaxDelaySeconds, DefaultRetryMaxDelaySeconds, 1, int(maxDelay/time.Second), "seconds", &errs)
+	ttlM := intVar(env, RetryTTLMinutes, DefaultRetryTTLMinutes, minTTLMinutes, int(maxTTL/time.Minute), "minutes", &errs)
+	if err := errors.Join(errs...); err != nil {
+		return retry.Config{}, err
+	}
+	base := time.Duration(baseMS) * time.Millisecond
+	capd := time.Duration(capS) * time.Second
+	if base > capd {
+		return retry.Config{}, &Error{Name: RetryBaseDelayMS, Value: strconv.Itoa(baseMS),
+			Reason: fmt.Sprintf("base delay %v is longer than %s (%v)", base, RetryMaxDelaySeconds, capd)}
+	}
+	return retry.Config{
+		MaxAttempts: attempts,
+		TTL:         time.Duration(ttlM) * time.Minute,
+		Backoff:     backoff.Exponential(base, factor, capd).WithJitter(backoff.JitterFull),
+	}, nil
+}
+
+func intVar(env Lookup, name string, def, lo, hi int, unit string, errs *[]error) int {
+	raw, ok := env(name)
+	if !ok || strings.TrimSpace(raw) == "" {
+		return def
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(raw))
+	if err != nil {
+		*errs = append(*errs, &Error{Name: name, Value: raw, Reason: fmt.Sprintf("not a whole number of %s", unit)})
+		return def
+	}
+	if n < lo || n > hi {
+		*errs = append(*errs, &Error{Name: name, Value: raw, Reason: fmt.Sprintf("must be between %d and %d %s", lo, hi, unit)})
+		return def
+	}
+	return n
+}
+
+func floatVar(env Lookup, name string, def, lo, hi float64, errs *[]error) float64 {
+	raw, ok := env(name)
+	if !ok || strings.TrimSpace(raw) == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		*errs = append(*errs, &Error{Name: name, Value: raw, Reason: "not a number"})
+		return def
+	}
+	if f < lo || f > hi {
+		*errs = append(*errs, &Error{Name: name, Value: raw, Reason: fmt.Sprintf("must be between %g and %g", lo, hi)})
+		return def
+	}
+	return f
+}
