@@ -217,15 +217,3 @@ func (p *Policy) giveUp(reason Reason, attempts int, start time.Time, last, ctxE
 	}
 	return e
 }
-
-// DoValue is Do for a function that returns a value with its error. It
-// returns the value of the successful call.
-func DoValue[T any](ctx context.Context, p *Policy, fn func(context.Context) (T, error)) (T, error) {
-	var v T
-	err := p.Do(ctx, func(ctx context.Context) error {
-		var err error
-		v, err = fn(ctx)
-		return err
-	})
-	return v, err
-}

@@ -369,22 +369,6 @@ func TestOnRetryEvents(t *testing.T) {
 	}
 }
 
-func TestDoValue(t *testing.T) {
-	clk := clock.NewFake(t0)
-	p := newPolicy(t, clk, retry.Config{Backoff: backoff.Constant(0)})
-	calls := 0
-	v, err := retry.DoValue(context.Background(), p, func(context.Context) (string, error) {
-		calls++
-		if calls == 1 {
-			return "", errBoom
-		}
-		return "ok", nil
-	})
-	if v != "ok" || err != nil {
-		t.Fatalf("got %q, %v", v, err)
-	}
-}
-
 func TestConfigValidation(t *testing.T) {
 	tests := []struct {
 		name string
