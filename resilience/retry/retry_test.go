@@ -30,7 +30,7 @@ type tb interface {
 // run calls p.Do on its own goroutine and, each time the policy starts to
 // wait, moves the fake clock to the end of that wait. It returns Do's error
 // and the waits in order. Nothing sleeps.
-func run(t tb, clk *clock.Fake, p *retry.Policy, fn func(context.Context) error) (error, []time.Duration) {
+func run(t tb, clk *clock.Fake, p *retry.Policy, fn func(context.Context) error) ([]time.Duration, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -47,7 +47,7 @@ func run(t tb, clk *clock.Fake, p *retry.Policy, fn func(context.Context) error)
 	if ctx.Err() != nil {
 		t.Fatal("policy did not finish within 30s of real time")
 	}
-	return <-errc, waits
+	return waits, <-errc
 }
 
 func newPolicy(t tb, clk clock.Clock, cfg retry.Config) *retry.Policy {
@@ -83,7 +83,7 @@ func TestSucceedsFirstTime(t *testing.T) {
 	clk := clock.NewFake(t0)
 	p := newPolicy(t, clk, retry.Config{})
 	calls := 0
-	err, waits := run(t, clk, p, failing(&calls, nil))
+	waits, err := run(t, clk, p, failing(&calls, nil))
 	if err != nil || calls != 1 || len(waits) != 0 {
 		t.Fatalf("err=%v calls=%d waits=%v, want nil, 1, none", err, calls, waits)
 	}
@@ -93,7 +93,7 @@ func TestSucceedsAfterFailures(t *testing.T) {
 	clk := clock.NewFake(t0)
 	p := newPolicy(t, clk, retry.Config{Backoff: backoff.Exponential(time.Second, 2, time.Minute).WithJitter(backoff.JitterNone)})
 	calls := 0
-	err, waits := run(t, clk, p, func(context.Context) error {
+	waits, err := run(t, clk, p, func(context.Context) error {
 		calls++
 		if calls < 4 {
 			return errBoom
@@ -113,7 +113,7 @@ func TestMaxAttemptsExceeded(t *testing.T) {
 	clk := clock.NewFake(t0)
 	p := newPolicy(t, clk, retry.Config{Backoff: backoff.Backoff{Jitter: backoff.JitterNone}})
 	calls := 0
-	err, waits := run(t, clk, p, failing(&calls, errBoom))
+	waits, err := run(t, clk, p, failing(&calls, errBoom))
 	re := gaveUp(t, err)
 	if re.Reason != retry.ReasonMaxAttempts || re.Attempts != 6 || calls != 6 {
 		t.Fatalf("reason=%s attempts=%d calls=%d, want max_attempts_exceeded after the default 6", re.Reason, re.Attempts, calls)
@@ -140,7 +140,7 @@ func TestPermanentStopsAtOnce(t *testing.T) {
 	clk := clock.NewFake(t0)
 	p := newPolicy(t, clk, retry.Config{})
 	calls := 0
-	err, waits := run(t, clk, p, failing(&calls, fmt.Errorf("validate: %w", retry.Permanent(errBoom))))
+	waits, err := run(t, clk, p, failing(&calls, fmt.Errorf("validate: %w", retry.Permanent(errBoom))))
 	re := gaveUp(t, err)
 	if re.Reason != retry.ReasonNonRetryable || calls != 1 || len(waits) != 0 {
 		t.Fatalf("reason=%s calls=%d waits=%v", re.Reason, calls, waits)
@@ -165,7 +165,7 @@ func TestCustomClassifier(t *testing.T) {
 		Retryable: func(err error) bool { return errors.Is(err, errNotYet) },
 	})
 	calls := 0
-	err, _ := run(t, clk, p, failing(&calls, errBoom))
+	_, err := run(t, clk, p, failing(&calls, errBoom))
 	if re := gaveUp(t, err); re.Reason != retry.ReasonNonRetryable || calls != 1 {
 		t.Fatalf("reason %s after %d calls", re.Reason, calls)
 	}
@@ -178,7 +178,7 @@ func TestTTLNeverSleepsPastIt(t *testing.T) {
 	clk := clock.NewFake(t0)
 	p := newPolicy(t, clk, retry.Config{MaxAttempts: 100, TTL: 25 * time.Second, Backoff: backoff.Constant(10 * time.Second)})
 	calls := 0
-	err, waits := run(t, clk, p, failing(&calls, errBoom))
+	waits, err := run(t, clk, p, failing(&calls, errBoom))
 	re := gaveUp(t, err)
 	// Attempts at 0 s, 10 s and 20 s; the next wait would end at 30 s.
 	if re.Reason != retry.ReasonTTL || calls != 3 || len(waits) != 2 {
@@ -196,7 +196,7 @@ func TestTTLBoundaryWaitEndingExactlyAtTTLIsAllowed(t *testing.T) {
 	clk := clock.NewFake(t0)
 	p := newPolicy(t, clk, retry.Config{MaxAttempts: 100, TTL: 20 * time.Second, Backoff: backoff.Constant(10 * time.Second)})
 	calls := 0
-	err, waits := run(t, clk, p, failing(&calls, errBoom))
+	waits, err := run(t, clk, p, failing(&calls, errBoom))
 	if re := gaveUp(t, err); re.Reason != retry.ReasonTTL || calls != 3 || len(waits) != 2 {
 		t.Fatalf("reason=%s calls=%d waits=%v, want the attempt at exactly 20s", re.Reason, calls, waits)
 	}
@@ -206,7 +206,7 @@ func TestTTLCountsTimeSpentInAttempts(t *testing.T) {
 	clk := clock.NewFake(t0)
 	p := newPolicy(t, clk, retry.Config{TTL: time.Minute, Backoff: backoff.Constant(time.Second)})
 	calls := 0
-	err, _ := run(t, clk, p, func(context.Context) error {
+	_, err := run(t, clk, p, func(context.Context) error {
 		calls++
 		clk.Advance(40 * time.Second) // a slow attempt
 		return errBoom
@@ -224,7 +224,7 @@ func TestRetryAfterIsAFloorJitterNeverUndercuts(t *testing.T) {
 		Rand:        func() float64 { return 0 }, // the jitter draws the shortest wait
 	})
 	calls := 0
-	_, waits := run(t, clk, p, failing(&calls, retry.After(errBoom, 7*time.Second)))
+	waits, _ := run(t, clk, p, failing(&calls, retry.After(errBoom, 7*time.Second)))
 	if len(waits) != 1 || waits[0] != 7*time.Second {
 		t.Fatalf("waits %v, want [7s]", waits)
 	}
@@ -234,7 +234,7 @@ func TestRetryAfterBelowBackoffKeepsBackoff(t *testing.T) {
 	clk := clock.NewFake(t0)
 	p := newPolicy(t, clk, retry.Config{MaxAttempts: 2, Backoff: backoff.Constant(10 * time.Second)})
 	calls := 0
-	_, waits := run(t, clk, p, failing(&calls, retry.After(errBoom, time.Second)))
+	waits, _ := run(t, clk, p, failing(&calls, retry.After(errBoom, time.Second)))
 	if len(waits) != 1 || waits[0] != 10*time.Second {
 		t.Fatalf("waits %v, want [10s]", waits)
 	}
@@ -244,7 +244,7 @@ func TestRetryAfterIsCappedByMaxDelay(t *testing.T) {
 	clk := clock.NewFake(t0)
 	p := newPolicy(t, clk, retry.Config{MaxAttempts: 2, Backoff: backoff.Exponential(time.Second, 2, 30*time.Second)})
 	calls := 0
-	_, waits := run(t, clk, p, failing(&calls, retry.After(errBoom, time.Hour)))
+	waits, _ := run(t, clk, p, failing(&calls, retry.After(errBoom, time.Hour)))
 	if len(waits) != 1 || waits[0] != 30*time.Second {
 		t.Fatalf("waits %v, want [30s]", waits)
 	}
@@ -254,7 +254,7 @@ func TestRetryAfterPastTTLStopsAndSaysSo(t *testing.T) {
 	clk := clock.NewFake(t0)
 	p := newPolicy(t, clk, retry.Config{TTL: 10 * time.Second})
 	calls := 0
-	err, waits := run(t, clk, p, failing(&calls, retry.After(errBoom, 30*time.Second)))
+	waits, err := run(t, clk, p, failing(&calls, retry.After(errBoom, 30*time.Second)))
 	re := gaveUp(t, err)
 	if re.Reason != retry.ReasonTTL || calls != 1 || len(waits) != 0 {
 		t.Fatalf("reason=%s calls=%d waits=%v", re.Reason, calls, waits)
@@ -326,7 +326,7 @@ func TestBudgetExhausted(t *testing.T) {
 	p := newPolicy(t, clk, retry.Config{Budget: b})
 	calls := 0
 	// One call in flight: half of one is no whole retry, and there is no floor.
-	err, _ = run(t, clk, p, failing(&calls, errBoom))
+	_, err = run(t, clk, p, failing(&calls, errBoom))
 	if re := gaveUp(t, err); re.Reason != retry.ReasonBudgetExhausted || calls != 1 {
 		t.Fatalf("reason=%s calls=%d", re.Reason, calls)
 	}
@@ -340,7 +340,7 @@ func TestBudgetReleasedAfterRetries(t *testing.T) {
 	clk := clock.NewFake(t0)
 	p := newPolicy(t, clk, retry.Config{Budget: b, MaxAttempts: 4})
 	calls := 0
-	err, _ := run(t, clk, p, failing(&calls, errBoom))
+	_, err := run(t, clk, p, failing(&calls, errBoom))
 	if re := gaveUp(t, err); re.Reason != retry.ReasonMaxAttempts {
 		t.Fatalf("reason %s", re.Reason)
 	}
@@ -421,7 +421,7 @@ func TestPropertyPolicyBounds(t *testing.T) {
 		outcomes := rapid.SliceOfN(rapid.SampledFrom([]string{"fail", "hint", "permanent", "ok"}), 1, 15).Draw(rt, "outcomes")
 		hint := time.Duration(rapid.Int64Range(0, int64(10*time.Minute)).Draw(rt, "hint"))
 		calls := 0
-		err, waits := run(rt, clk, p, func(context.Context) error {
+		waits, err := run(rt, clk, p, func(context.Context) error {
 			o := "fail"
 			if calls < len(outcomes) {
 				o = outcomes[calls]

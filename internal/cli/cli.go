@@ -1,0 +1,277 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"runtime"
+	"runtime/debug"
+	"strings"
+)
+
+// Version is the version "weir version" prints. It is "dev" unless set at
+// link time:
+//
+//	go build -ldflags "-X github.com/weirhq/weir/internal/cli.Version=v0.1.0" ./cmd/weir
+//
+// It is the only variable of the package, and nothing assigns it at run time.
+var Version = "dev"
+
+// Exit codes returned by [Main].
+const (
+	exitOK    = 0 // success, help included
+	exitFail  = 1 // the command ran and failed
+	exitUsage = 2 // bad command line: unknown command, flag or argument
+)
+
+const tagline = "weir is a durable pipeline engine for Go and a resilient document-ingestion service."
+
+// streams are where a command writes. Output that answers the command
+// (help, the version, a listing) goes to stdout; diagnostics go to stderr.
+type streams struct {
+	stdout, stderr io.Writer
+}
+
+// runFunc runs a command with its positional arguments, those left after
+// its flags were parsed.
+type runFunc func(s streams, args []string) error
+
+// command is one entry of the command table.
+type command struct {
+	name    string
+	summary string // one line, shown in the command list
+	usage   string // the synopsis, e.g. "weir version"
+	help    string // paragraphs shown by "weir help <name>"; may be empty
+
+	// setup declares the command's flags on fs and returns the function
+	// that runs it, which reads the parsed flags through the variables
+	// setup bound them to.
+	setup func(fs *flag.FlagSet) runFunc
+}
+
+// commands is the command table, in the order "weir help" lists it. It is
+// a function rather than a package variable so the help command can refer
+// to the table it belongs to and so the package holds no state.
+func commands() []command {
+	return []command{
+		{
+			name:    "help",
+			summary: "show this help, or the help of one command",
+			usage:   "weir help [command]",
+			setup: func(*flag.FlagSet) runFunc {
+				return runHelp
+			},
+		},
+		{
+			name:    "version",
+			summary: "print the weir version, the Go version and the VCS revision",
+			usage:   "weir version",
+			help: "The first line is \"weir <version>\"; the next give the Go version and,\n" +
+				"when the build recorded one, the VCS revision with its commit time.",
+			setup: func(*flag.FlagSet) runFunc {
+				return runVersion
+			},
+		},
+	}
+}
+
+func lookup(name string) (command, bool) {
+	for _, c := range commands() {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+// usageError is a bad command line. It makes the command exit with
+// exitUsage after its usage line.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// Main runs the weir command line. args are the arguments after the
+// program name; the result is the process exit code: 0 on success, 1 when
+// a command failed, 2 for a usage error.
+func Main(args []string, stdout, stderr io.Writer) int {
+	s := streams{stdout: stdout, stderr: stderr}
+
+	// The top level has no flags yet but -h and --help; parsing with a
+	// FlagSet keeps room for global flags and gives the usual errors.
+	fs := flag.NewFlagSet("weir", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return writeOrFail(s, writeUsage(stdout))
+		}
+		fmt.Fprintf(stderr, "weir: %v\n", err)
+		writeHint(stderr, "weir help")
+		return exitUsage
+	}
+	args = fs.Args()
+	if len(args) == 0 {
+		return writeOrFail(s, writeUsage(stdout))
+	}
+	c, ok := lookup(args[0])
+	if !ok {
+		fmt.Fprintf(stderr, "weir: unknown command %q\n", args[0])
+		writeHint(stderr, "weir help")
+		return exitUsage
+	}
+	return c.exec(s, args[1:])
+}
+
+// exec parses the command's flags and runs it.
+func (c command) exec(s streams, args []string) int {
+	fs := flag.NewFlagSet("weir "+c.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	run := c.setup(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return writeOrFail(s, c.writeHelp(s.stdout, fs))
+		}
+		return c.usageFailure(s, err)
+	}
+	err := run(s, fs.Args())
+	if ue := (usageError{}); errors.As(err, &ue) {
+		return c.usageFailure(s, err)
+	}
+	if err != nil {
+		fmt.Fprintf(s.stderr, "weir %s: %v\n", c.name, err)
+		return exitFail
+	}
+	return exitOK
+}
+
+func (c command) usageFailure(s streams, err error) int {
+	fmt.Fprintf(s.stderr, "weir %s: %v\nusage: %s\n", c.name, err, c.usage)
+	writeHint(s.stderr, "weir help "+c.name)
+	return exitUsage
+}
+
+// writeOrFail turns an error writing the answer (a closed pipe, say) into
+// exit code 1.
+func writeOrFail(s streams, err error) int {
+	if err != nil {
+		fmt.Fprintf(s.stderr, "weir: %v\n", err)
+		return exitFail
+	}
+	return exitOK
+}
+
+func writeHint(w io.Writer, helpCmd string) {
+	fmt.Fprintf(w, "Run '%s' for usage.\n", helpCmd)
+}
+
+// writeUsage writes the top-level usage: what weir is and its commands.
+func writeUsage(w io.Writer) error {
+	cmds := commands()
+	width := 0
+	for _, c := range cmds {
+		width = max(width, len(c.name))
+	}
+	var b strings.Builder
+	b.WriteString(tagline + "\n\n")
+	b.WriteString("Usage:\n\n\tweir <command> [arguments]\n\nCommands:\n\n")
+	for _, c := range cmds {
+		fmt.Fprintf(&b, "\t%-*s  %s\n", width, c.name, c.summary)
+	}
+	b.WriteString("\nMore commands, to run and operate the ingestion service, arrive with it.\n")
+	b.WriteString("\nRun 'weir help <command>' for more about a command.\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeHelp writes one command's help: synopsis, text and flags.
+func (c command) writeHelp(w io.Writer, fs *flag.FlagSet) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "usage: %s\n\n%s.\n", c.usage, capitalize(c.summary))
+	if c.help != "" {
+		fmt.Fprintf(&b, "\n%s\n", c.help)
+	}
+	hasFlags := false
+	fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+	if hasFlags {
+		b.WriteString("\nFlags:\n")
+		fs.SetOutput(&b)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// runHelp is "weir help [command]".
+func runHelp(s streams, args []string) error {
+	switch len(args) {
+	case 0:
+		return writeUsage(s.stdout)
+	case 1:
+		c, ok := lookup(args[0])
+		if !ok {
+			return usageError{fmt.Sprintf("unknown command %q", args[0])}
+		}
+		fs := flag.NewFlagSet("weir "+c.name, flag.ContinueOnError)
+		c.setup(fs)
+		return c.writeHelp(s.stdout, fs)
+	default:
+		return usageError{fmt.Sprintf("too many arguments: %q", args[1:])}
+	}
+}
+
+// runVersion is "weir version".
+func runVersion(s streams, args []string) error {
+	if len(args) > 0 {
+		return usageError{fmt.Sprintf("unexpected argument %q", args[0])}
+	}
+	bi, _ := debug.ReadBuildInfo()
+	_, err := io.WriteString(s.stdout, versionText(Version, bi))
+	return err
+}
+
+// versionText formats what "weir version" prints. bi may be nil, when the
+// binary carries no build information.
+func versionText(version string, bi *debug.BuildInfo) string {
+	// A binary installed with "go install …@v0.1.0" knows its module
+	// version even when -ldflags did not set Version.
+	if version == "dev" && bi != nil && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		version = bi.Main.Version
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "weir %s\n", version)
+	fmt.Fprintf(&b, "go: %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	if bi == nil {
+		return b.String()
+	}
+	var revision, when string
+	modified := false
+	for _, st := range bi.Settings {
+		switch st.Key {
+		case "vcs.revision":
+			revision = st.Value
+		case "vcs.time":
+			when = st.Value
+		case "vcs.modified":
+			modified = st.Value == "true"
+		}
+	}
+	if revision != "" {
+		fmt.Fprintf(&b, "revision: %s", revision)
+		if when != "" {
+			fmt.Fprintf(&b, " %s", when)
+		}
+		if modified {
+			b.WriteString(" (modified)")
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,42 @@
+package cli_test
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/weirhq/weir/internal/cli"
+)
+
+// Main is what cmd/weir calls; it returns the exit code instead of
+// exiting.
+func ExampleMain() {
+	code := cli.Main([]string{"help"}, os.Stdout, os.Stdout)
+	fmt.Println("exit code:", code)
+	// Output:
+	// weir is a durable pipeline engine for Go and a resilient document-ingestion service.
+	//
+	// Usage:
+	//
+	// 	weir <command> [arguments]
+	//
+	// Commands:
+	//
+	// 	help     show this help, or the help of one command
+	// 	version  print the weir version, the Go version and the VCS revision
+	//
+	// More commands, to run and operate the ingestion service, arrive with it.
+	//
+	// Run 'weir help <command>' for more about a command.
+	// exit code: 0
+}
+
+// An unknown command is a usage error: a message and a hint on the error
+// stream, and exit code 2.
+func ExampleMain_unknownCommand() {
+	code := cli.Main([]string{"x"}, os.Stdout, os.Stdout)
+	fmt.Println("exit code:", code)
+	// Output:
+	// weir: unknown command "x"
+	// Run 'weir help' for usage.
+	// exit code: 2
+}

@@ -1,0 +1,144 @@
+package testenv
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// RequireEnv is the variable that turns a missing service from a skip into
+// a failure when set to 1 (or any value [strconv.ParseBool] reads as true).
+const RequireEnv = "WEIR_REQUIRE_SERVICES"
+
+// dialTimeout bounds the reachability check. The services are expected on
+// loopback, where a refused connection is immediate; the bound only
+// matters for an override pointing at a host that drops packets.
+const dialTimeout = 2 * time.Second
+
+// service describes one service the tests may need.
+type service struct {
+	name        string // for messages, e.g. "PostgreSQL"
+	env         string // the override variable
+	defaultURL  string
+	defaultPort string // used when the URL names no port
+}
+
+// Postgres returns the URL of the test PostgreSQL server, or skips the
+// test (fails it under WEIR_REQUIRE_SERVICES=1) when the server does not
+// answer. The default is postgres://postgres@127.0.0.1:5432/test?sslmode=disable;
+// WEIR_TEST_POSTGRES_URL overrides it.
+func Postgres(t testing.TB) string {
+	t.Helper()
+	return service{
+		name:        "PostgreSQL",
+		env:         "WEIR_TEST_POSTGRES_URL",
+		defaultURL:  "postgres://postgres@127.0.0.1:5432/test?sslmode=disable",
+		defaultPort: "5432",
+	}.need(t, os.Getenv)
+}
+
+// RabbitMQ returns the AMQP URL of the test RabbitMQ broker, or skips the
+// test (fails it under WEIR_REQUIRE_SERVICES=1) when the broker does not
+// answer. The default is amqp://guest:guest@127.0.0.1:5672/;
+// WEIR_TEST_RABBITMQ_URL overrides it.
+func RabbitMQ(t testing.TB) string {
+	t.Helper()
+	return service{
+		name:        "RabbitMQ",
+		env:         "WEIR_TEST_RABBITMQ_URL",
+		defaultURL:  "amqp://guest:guest@127.0.0.1:5672/",
+		defaultPort: "5672",
+	}.need(t, os.Getenv)
+}
+
+// NATS returns the URL of the test NATS server, which must have JetStream
+// enabled, or skips the test (fails it under WEIR_REQUIRE_SERVICES=1) when
+// the server does not answer. The default is nats://127.0.0.1:4222;
+// WEIR_TEST_NATS_URL overrides it.
+func NATS(t testing.TB) string {
+	t.Helper()
+	return service{
+		name:        "NATS",
+		env:         "WEIR_TEST_NATS_URL",
+		defaultURL:  "nats://127.0.0.1:4222",
+		defaultPort: "4222",
+	}.need(t, os.Getenv)
+}
+
+// need returns the service's URL if it answers, and otherwise skips or
+// fails t. getenv reads the environment; tests pass a fake.
+func (s service) need(t testing.TB, getenv func(string) string) string {
+	t.Helper()
+	require, err := required(getenv(RequireEnv))
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	rawURL := s.defaultURL
+	if v := getenv(s.env); v != "" {
+		rawURL = v
+	}
+	addr, err := s.address(rawURL)
+	if err != nil {
+		t.Fatalf("testenv: %s=%q: %v", s.env, rawURL, err)
+	}
+	if err := dial(addr); err != nil {
+		fail, msg := verdict(s, addr, err, require)
+		if fail {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return rawURL
+}
+
+// required reads the value of WEIR_REQUIRE_SERVICES.
+func required(v string) (bool, error) {
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%s=%q is not a boolean; set it to 1 or leave it unset", RequireEnv, v)
+	}
+	return b, nil
+}
+
+// address returns the host:port to dial for rawURL.
+func (s service) address(rawURL string) (string, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "", err
+	}
+	host := u.Hostname()
+	if host == "" {
+		return "", fmt.Errorf("not a URL with a host to dial")
+	}
+	port := u.Port()
+	if port == "" {
+		port = s.defaultPort
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+func dial(addr string) error {
+	conn, err := net.DialTimeout("tcp", addr, dialTimeout)
+	if err != nil {
+		return err
+	}
+	return conn.Close()
+}
+
+// verdict decides what a failed dial means: a loud skip, or a failure when
+// services are required. It returns the message for either.
+func verdict(s service, addr string, dialErr error, require bool) (fail bool, msg string) {
+	if require {
+		return true, fmt.Sprintf("%s not reachable at %s (%v), and %s=1 requires it; start it, or point %s at one",
+			s.name, addr, dialErr, RequireEnv, s.env)
+	}
+	return false, fmt.Sprintf("SKIPPING: %s not reachable at %s (%v); start it or set %s; set %s=1 to make this a failure",
+		s.name, addr, dialErr, s.env, RequireEnv)
+}
