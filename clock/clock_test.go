@@ -94,3 +94,34 @@ func TestRealAndOr(t *testing.T) {
 		t.Fatalf("Real.Now is off by %v", d)
 	}
 }
+
+func TestMonotonic(t *testing.T) {
+	f := clock.NewFake(t0)
+	mono := clock.MonotonicOf(f)
+	a := mono()
+	f.Advance(90 * time.Second)
+	if d := mono() - a; d != 90*time.Second {
+		t.Fatalf("fake monotonic moved %v, want 90s", d)
+	}
+	real := clock.MonotonicOf(nil)
+	r1 := real()
+	tm := clock.Real.NewTimer(2 * time.Millisecond)
+	<-tm.C()
+	if d := real() - r1; d < 2*time.Millisecond || d > time.Minute {
+		t.Fatalf("real monotonic moved %v across a 2ms timer", d)
+	}
+}
+
+// A clock without the Monotonic capability still gets one, from Now.
+func TestMonotonicFallsBackToNow(t *testing.T) {
+	f := clock.NewFake(t0)
+	var c clock.Clock = struct{ clock.Clock }{f} // hides Fake's Monotonic
+	if _, ok := c.(clock.Monotonic); ok {
+		t.Fatal("test clock should not have Monotonic")
+	}
+	mono := clock.MonotonicOf(c)
+	f.Advance(time.Hour)
+	if d := mono(); d != time.Hour {
+		t.Fatalf("fallback monotonic reads %v, want 1h", d)
+	}
+}

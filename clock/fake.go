@@ -11,6 +11,7 @@ import (
 // It is safe for concurrent use.
 type Fake struct {
 	mu      sync.Mutex
+	start   time.Time
 	now     time.Time
 	timers  []*fakeTimer
 	changed chan struct{} // closed and replaced whenever timers change
@@ -18,7 +19,7 @@ type Fake struct {
 
 // NewFake returns a fake clock that reads start.
 func NewFake(start time.Time) *Fake {
-	return &Fake{now: start, changed: make(chan struct{})}
+	return &Fake{start: start, now: start, changed: make(chan struct{})}
 }
 
 // Now returns the fake time.

@@ -21,5 +21,5 @@
 // TTL the policy stops at once with ttl_exceeded instead of waiting.
 //
 // The success path does not allocate: a function that succeeds the first time
-// costs one clock read and one call.
+// costs one reading of the monotonic clock and one call.
 package retry

@@ -68,7 +68,8 @@ func IsRetryable(err error) bool { return !IsPermanent(err) }
 // Policy runs functions with retries. It is safe for concurrent use; one
 // Policy can serve many goroutines.
 type Policy struct {
-	cfg Config
+	cfg  Config
+	mono func() time.Duration // the clock's cheap monotonic reading
 }
 
 // New returns a Policy, or an error naming the bad field.
@@ -93,7 +94,7 @@ func New(cfg Config) (*Policy, error) {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Float64
 	}
-	return &Policy{cfg: cfg}, nil
+	return &Policy{cfg: cfg, mono: clock.MonotonicOf(cfg.Clock)}, nil
 }
 
 // MustNew is New for configs known to be valid; it panics on a bad one.
@@ -112,7 +113,7 @@ func (p *Policy) Config() Config { return p.cfg }
 // success and an *Error, which unwraps to fn's last error, otherwise.
 func (p *Policy) Do(ctx context.Context, fn func(context.Context) error) error {
 	cfg := &p.cfg
-	start := cfg.Clock.Now()
+	start := p.mono()
 	if cfg.Budget != nil {
 		cfg.Budget.Begin()
 		defer cfg.Budget.End()
@@ -143,7 +144,7 @@ func (p *Policy) Do(ctx context.Context, fn func(context.Context) error) error {
 			return p.giveUp(ReasonMaxAttempts, attempt, start, err, nil, "")
 		}
 		delay, hinted := p.delay(attempt, prev, err)
-		elapsed := cfg.Clock.Now().Sub(start)
+		elapsed := p.mono() - start
 		if cfg.TTL > 0 && elapsed+delay > cfg.TTL {
 			what := "next wait"
 			if hinted {
@@ -201,11 +202,11 @@ func (p *Policy) wait(ctx context.Context, d time.Duration) error {
 	}
 }
 
-func (p *Policy) giveUp(reason Reason, attempts int, start time.Time, last, ctxErr error, detail string) error {
+func (p *Policy) giveUp(reason Reason, attempts int, start time.Duration, last, ctxErr error, detail string) error {
 	e := &Error{
 		Reason:   reason,
 		Attempts: attempts,
-		Elapsed:  p.cfg.Clock.Now().Sub(start),
+		Elapsed:  p.mono() - start,
 		Last:     last,
 		Detail:   detail,
 		ctxErr:   ctxErr,
