@@ -7,7 +7,10 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
+
+	"github.com/weirhq/weir/internal/envconfig"
 )
 
 // Version is the version "weir version" prints. It is "dev" unless set at
@@ -61,6 +64,17 @@ func commands() []command {
 			usage:   "weir help [command]",
 			setup: func(*flag.FlagSet) runFunc {
 				return runHelp
+			},
+		},
+		{
+			name:    "config",
+			summary: "print the configuration read from WEIR_* variables, refusing bad values",
+			usage:   "weir config",
+			help: "Each setting is printed with the variable it comes from. A variable with a\n" +
+				"value weir cannot use is reported with its name and value, and the command\n" +
+				"exits 1. The README's configuration table lists every variable.",
+			setup: func(*flag.FlagSet) runFunc {
+				return runConfig
 			},
 		},
 		{
@@ -225,6 +239,28 @@ func runHelp(s streams, args []string) error {
 	default:
 		return usageError{fmt.Sprintf("too many arguments: %q", args[1:])}
 	}
+}
+
+// runConfig is "weir config".
+func runConfig(s streams, args []string) error {
+	if len(args) > 0 {
+		return usageError{fmt.Sprintf("unexpected argument %q", args[0])}
+	}
+	cfg, err := envconfig.EventRetry(envconfig.OS)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	b.WriteString("event retry:\n")
+	row := func(name, value string) { fmt.Fprintf(&b, "  %-30s %s\n", name, value) }
+	row(envconfig.RetryMaxAttempts, strconv.Itoa(cfg.MaxAttempts))
+	row(envconfig.RetryBaseDelayMS, cfg.Backoff.Base.String())
+	row(envconfig.RetryBackoffFactor, strconv.FormatFloat(cfg.Backoff.Factor, 'g', -1, 64))
+	row(envconfig.RetryMaxDelaySeconds, cfg.Backoff.Cap.String())
+	row(envconfig.RetryTTLMinutes, cfg.TTL.String())
+	row("jitter", cfg.Backoff.Jitter.String())
+	_, err = io.WriteString(s.stdout, b.String())
+	return err
 }
 
 // runVersion is "weir version".

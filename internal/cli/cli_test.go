@@ -262,3 +262,40 @@ func TestWriteErrorExitsOne(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigPrintsDefaults(t *testing.T) {
+	for _, name := range []string{"WEIR_RETRY_MAX_ATTEMPTS", "WEIR_RETRY_BASE_DELAY_MS", "WEIR_RETRY_BACKOFF_FACTOR", "WEIR_RETRY_MAX_DELAY_SECONDS", "WEIR_RETRY_TTL_MINUTES"} {
+		t.Setenv(name, "") // empty is unset: the default applies
+	}
+	var out, errOut bytes.Buffer
+	if code := Main([]string{"config"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, errOut.String())
+	}
+	for _, want := range []string{
+		"WEIR_RETRY_MAX_ATTEMPTS        8\n",
+		"WEIR_RETRY_BASE_DELAY_MS       250ms\n",
+		"WEIR_RETRY_BACKOFF_FACTOR      2\n",
+		"WEIR_RETRY_MAX_DELAY_SECONDS   1m0s\n",
+		"WEIR_RETRY_TTL_MINUTES         30m0s\n",
+		"jitter                         full\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestConfigRefusesBadValue(t *testing.T) {
+	t.Setenv("WEIR_RETRY_TTL_MINUTES", "soon")
+	var out, errOut bytes.Buffer
+	code := Main([]string{"config"}, &out, &errOut)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	if want := `weir config: WEIR_RETRY_TTL_MINUTES="soon": not a whole number of minutes`; !strings.Contains(errOut.String(), want) {
+		t.Fatalf("stderr %q lacks %q", errOut.String(), want)
+	}
+	if out.Len() != 0 {
+		t.Fatalf("printed a config despite the bad value: %q", out.String())
+	}
+}

@@ -22,6 +22,7 @@ func ExampleMain() {
 	// Commands:
 	//
 	// 	help     show this help, or the help of one command
+	// 	config   print the configuration read from WEIR_* variables, refusing bad values
 	// 	version  print the weir version, the Go version and the VCS revision
 	//
 	// More commands, to run and operate the ingestion service, arrive with it.

@@ -18,7 +18,10 @@
 // A function marks an error permanent with [Permanent] and attaches a server's
 // retry-after hint with [After]. The hint is a floor on the next wait that
 // jitter never undercuts, capped by the backoff's Cap; when it would pass the
-// TTL the policy stops at once with ttl_exceeded instead of waiting.
+// TTL the policy stops at once with ttl_exceeded instead of waiting. A
+// constant backoff's Cap is its delay, so a policy that must honour long
+// Retry-After values needs an exponential or linear backoff with a Cap long
+// enough for them.
 //
 // The success path does not allocate: a function that succeeds the first time
 // costs one reading of the monotonic clock and one call.
