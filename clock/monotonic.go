@@ -1,9 +1,6 @@
 package clock
 
-import (
-	"time"
-	_ "unsafe" // for go:linkname
-)
+import "time"
 
 // Monotonic is an optional capability of a Clock: a cheap reading of a
 // monotonic clock, for measuring how long something took on a hot path.
@@ -24,13 +21,15 @@ func MonotonicOf(c Clock) func() time.Duration {
 	return func() time.Duration { return c.Now().Sub(epoch) }
 }
 
-// Monotonic reads the runtime's monotonic clock, the one time.Now reads
-// for its monotonic part, without the wall-clock read that costs as much
-// again. A successful call through a retry policy pays for one reading.
-func (realClock) Monotonic() time.Duration { return time.Duration(nanotime()) }
+// Monotonic reads the monotonic clock, without the wall-clock reading that
+// time.Now adds at as much cost again: time.Since of a fixed time reads the
+// monotonic clock alone. It follows testing/synctest's fake time inside a
+// bubble, as time.Now does.
+func (realClock) Monotonic() time.Duration { return time.Since(monoEpoch) }
 
-//go:linkname nanotime runtime.nanotime
-func nanotime() int64
+// monoEpoch is the origin of realClock.Monotonic readings. It is set once,
+// when the program starts, and never changes.
+var monoEpoch = time.Now()
 
 // Monotonic returns the fake time as a duration since the clock's start, so
 // that differences between readings follow Advance and Set exactly.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/weirhq/weir/clock"
@@ -118,23 +119,25 @@ func TestBreakerOutsideRetryCountsOneOutcomePerCall(t *testing.T) {
 // A per-attempt timeout inside the retry policy bounds each attempt, and
 // the timed-out attempt is retried.
 func TestTimeoutInsideRetryIsPerAttempt(t *testing.T) {
-	to, err := timeout.New(5 * time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp := retry.MustNew(retry.Config{MaxAttempts: 3, Backoff: backoff.Constant(0)})
-	calls := 0
-	err = resilience.Do(context.Background(), func(ctx context.Context) error {
-		calls++
-		if calls == 1 {
-			<-ctx.Done() // the first attempt hangs until its timeout
-			return ctx.Err()
+	synctest.Test(t, func(t *testing.T) {
+		to, err := timeout.New(5 * time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	}, rp, to)
-	if err != nil || calls != 2 {
-		t.Fatalf("err=%v calls=%d, want success on the second attempt", err, calls)
-	}
+		rp := retry.MustNew(retry.Config{MaxAttempts: 3, Backoff: backoff.Constant(0)})
+		calls := 0
+		err = resilience.Do(context.Background(), func(ctx context.Context) error {
+			calls++
+			if calls == 1 {
+				<-ctx.Done() // the first attempt hangs until its timeout
+				return ctx.Err()
+			}
+			return nil
+		}, rp, to)
+		if err != nil || calls != 2 {
+			t.Fatalf("err=%v calls=%d, want success on the second attempt", err, calls)
+		}
+	})
 }
 
 func TestDoValue(t *testing.T) {

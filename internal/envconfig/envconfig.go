@@ -49,13 +49,14 @@ const (
 
 // Upper limits that keep a typo from meaning "retry for a century".
 const (
-	maxAttempts   = 1000
-	maxDelay      = 24 * time.Hour
-	maxTTL        = 30 * 24 * time.Hour
-	maxFactor     = 100.0
-	maxBaseDelay  = time.Hour
-	minDelayCap   = time.Millisecond
-	minTTLMinutes = 1
+	maxAttempts  = 1000
+	maxDelay     = 24 * time.Hour
+	maxTTL       = 30 * 24 * time.Hour
+	maxFactor    = 100.0
+	maxBaseDelay = time.Hour
+	// A zero base delay would retry back to back: a hot loop.
+	minBaseDelayMS = 1
+	minTTLMinutes  = 1
 )
 
 // Error is a refused variable.
@@ -74,7 +75,7 @@ func (e *Error) Error() string {
 func EventRetry(env Lookup) (retry.Config, error) {
 	var errs []error
 	attempts := intVar(env, RetryMaxAttempts, DefaultRetryMaxAttempts, 1, maxAttempts, "attempts", &errs)
-	baseMS := intVar(env, RetryBaseDelayMS, DefaultRetryBaseDelayMS, 0, int(maxBaseDelay/time.Millisecond), "milliseconds", &errs)
+	baseMS := intVar(env, RetryBaseDelayMS, DefaultRetryBaseDelayMS, minBaseDelayMS, int(maxBaseDelay/time.Millisecond), "milliseconds", &errs)
 	factor := floatVar(env, RetryBackoffFactor, DefaultRetryBackoffFactor, 1, maxFactor, &errs)
 	capS := intVar(env, RetryMaxDelaySeconds, DefaultRetryMaxDelaySeconds, 1, int(maxDelay/time.Second), "seconds", &errs)
 	ttlM := intVar(env, RetryTTLMinutes, DefaultRetryTTLMinutes, minTTLMinutes, int(maxTTL/time.Minute), "minutes", &errs)

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -83,7 +84,8 @@ func (s service) need(t testing.TB, getenv func(string) string) string {
 	}
 	addr, err := s.address(rawURL)
 	if err != nil {
-		t.Fatalf("testenv: %s=%q: %v", s.env, rawURL, err)
+		// The value may hold a password: name the variable, not its value.
+		t.Fatalf("testenv: %s is not a usable URL (%s)", s.env, redact(err))
 	}
 	if err := dial(addr); err != nil {
 		fail, msg := verdict(s, addr, err, require)
@@ -141,4 +143,13 @@ func verdict(s service, addr string, dialErr error, require bool) (fail bool, ms
 	}
 	return false, fmt.Sprintf("SKIPPING: %s not reachable at %s (%v); start it or set %s; set %s=1 to make this a failure",
 		s.name, addr, dialErr, s.env, RequireEnv)
+}
+
+// redact returns err's message without the URL that url.Parse puts in it.
+func redact(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Op + ": " + ue.Err.Error()
+	}
+	return err.Error()
 }

@@ -21,8 +21,10 @@
 //	Proportional  uniform in [d×(1-p), min(Cap, d×(1+p))]
 //	Decorrelated  uniform in [Base, min(Cap, 3×prev)], prev being the
 //	              previous delay (Base before the first retry); the
-//	              schedule is not used, as in the AWS formula
-//	              sleep = min(cap, random_between(base, sleep×3))
+//	              schedule is not used. This is the AWS decorrelated
+//	              jitter, except that the cap bounds the range drawn
+//	              from instead of clipping the draw, so delays near the
+//	              cap are spread rather than piled on it.
 //
 // The delay never exceeds Cap, except that a Cap below Base is raised to
 // Base.

@@ -71,7 +71,9 @@
 // breaker's lock held: a callback may call Snapshot, Trip or Reset. The
 // changes are queued under the lock and delivered after it is released by
 // the goroutine that made them, or, if another goroutine is delivering
-// already, by that goroutine. A callback should not panic: the panic goes
-// up through the call that was delivering, and the changes queued behind
-// it are delivered with the next one.
+// already, by that goroutine. A callback must not panic: the panic goes
+// up through the call that was delivering, the changes queued behind it
+// are delivered with the next one, and if that call had just taken a
+// half-open probe slot, the slot stays taken until the breaker is Tripped
+// or Reset.
 package breaker

@@ -13,7 +13,7 @@ import (
 func ExamplePolicy_Do() {
 	p := retry.MustNew(retry.Config{
 		MaxAttempts: 4,
-		Backoff:     backoff.Constant(time.Millisecond),
+		Backoff:     backoff.Constant(0), // no wait, for the example
 	})
 	attempt := 0
 	err := p.Do(context.Background(), func(context.Context) error {

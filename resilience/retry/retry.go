@@ -2,7 +2,6 @@ package retry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -114,9 +113,17 @@ func (p *Policy) Config() Config { return p.cfg }
 func (p *Policy) Do(ctx context.Context, fn func(context.Context) error) error {
 	cfg := &p.cfg
 	start := p.mono()
+	// reserved is a retry slot taken from the budget and not yet given
+	// back; the deferred release covers every way out, a panic included.
+	reserved := false
 	if cfg.Budget != nil {
 		cfg.Budget.Begin()
-		defer cfg.Budget.End()
+		defer func() {
+			if reserved {
+				cfg.Budget.RetryDone()
+			}
+			cfg.Budget.End()
+		}()
 	}
 	var (
 		prev    time.Duration
@@ -127,14 +134,15 @@ func (p *Policy) Do(ctx context.Context, fn func(context.Context) error) error {
 			return p.giveUp(ReasonCancelled, attempt-1, start, lastErr, err, "context ended before attempt")
 		}
 		err := fn(ctx)
-		if attempt > 1 && cfg.Budget != nil {
+		if reserved {
 			cfg.Budget.RetryDone()
+			reserved = false
 		}
 		if err == nil {
 			return nil
 		}
 		lastErr = err
-		if cerr := ctx.Err(); cerr != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		if cerr := ctx.Err(); cerr != nil {
 			return p.giveUp(ReasonCancelled, attempt, start, err, cerr, "")
 		}
 		if !cfg.Retryable(err) {
@@ -146,31 +154,46 @@ func (p *Policy) Do(ctx context.Context, fn func(context.Context) error) error {
 		delay, hinted := p.delay(attempt, prev, err)
 		elapsed := p.mono() - start
 		if cfg.TTL > 0 && elapsed+delay > cfg.TTL {
-			what := "next wait"
-			if hinted {
-				what = "retry-after"
+			return p.giveUp(ReasonTTL, attempt, start, err, nil, p.ttlDetail(delay, hinted, elapsed))
+		}
+		if cfg.Budget != nil {
+			if !cfg.Budget.TryRetry() {
+				return p.giveUp(ReasonBudgetExhausted, attempt, start, err, nil, "retry budget refused the retry")
 			}
-			return p.giveUp(ReasonTTL, attempt, start, err, nil,
-				fmt.Sprintf("%s %v would pass the %v ttl with %v left", what, delay, cfg.TTL, max(cfg.TTL-elapsed, 0).Round(time.Millisecond)))
+			reserved = true
 		}
-		if cfg.Budget != nil && !cfg.Budget.TryRetry() {
-			return p.giveUp(ReasonBudgetExhausted, attempt, start, err, nil, "retry budget refused the retry")
-		}
-		if cfg.OnRetry != nil {
-			cfg.OnRetry(Event{Attempt: attempt, Err: err, Delay: delay, Elapsed: elapsed})
-		}
-		if cfg.Logger != nil {
-			cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "retrying",
-				slog.Int("attempt", attempt), slog.Int("max_attempts", cfg.MaxAttempts),
-				slog.Duration("delay", delay), slog.String("err", err.Error()))
+		if cfg.OnRetry != nil || cfg.Logger != nil {
+			p.report(ctx, Event{Attempt: attempt, Err: err, Delay: delay, Elapsed: elapsed})
+			// The callbacks took time of their own: look again, so that the
+			// wait never ends past the TTL.
+			if elapsed = p.mono() - start; cfg.TTL > 0 && elapsed+delay > cfg.TTL {
+				return p.giveUp(ReasonTTL, attempt, start, err, nil, p.ttlDetail(delay, hinted, elapsed))
+			}
 		}
 		if cerr := p.wait(ctx, delay); cerr != nil {
-			if cfg.Budget != nil {
-				cfg.Budget.RetryDone()
-			}
 			return p.giveUp(ReasonCancelled, attempt, start, err, cerr, "context ended during wait")
 		}
 		prev = delay
+	}
+}
+
+func (p *Policy) ttlDetail(delay time.Duration, hinted bool, elapsed time.Duration) string {
+	what := "next wait"
+	if hinted {
+		what = "retry-after"
+	}
+	left := max(p.cfg.TTL-elapsed, 0).Round(time.Millisecond)
+	return fmt.Sprintf("%s %v would pass the %v ttl with %v left", what, delay, p.cfg.TTL, left)
+}
+
+func (p *Policy) report(ctx context.Context, e Event) {
+	if p.cfg.OnRetry != nil {
+		p.cfg.OnRetry(e)
+	}
+	if p.cfg.Logger != nil {
+		p.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "retrying",
+			slog.Int("attempt", e.Attempt), slog.Int("max_attempts", p.cfg.MaxAttempts),
+			slog.Duration("delay", e.Delay), slog.String("err", e.Err.Error()))
 	}
 }
 
