@@ -119,12 +119,23 @@ func bounds(b backoff.Backoff, n int, prev time.Duration) (lo, hi time.Duration)
 
 func genBackoff(t *rapid.T) backoff.Backoff {
 	base := time.Duration(rapid.Int64Range(1, int64(10*time.Minute)).Draw(t, "base"))
+	capd := time.Duration(rapid.Int64Range(0, int64(24*time.Hour)).Draw(t, "cap"))
+	// Values from the constructors keep zero arguments as given.
+	switch rapid.IntRange(0, 3).Draw(t, "made by") {
+	case 1:
+		return backoff.Exponential(base*time.Duration(rapid.IntRange(0, 1).Draw(t, "zero base")), rapid.Float64Range(1, 10).Draw(t, "factor"), capd)
+	case 2:
+		return backoff.Constant(base * time.Duration(rapid.IntRange(0, 1).Draw(t, "zero base")))
+	case 3:
+		return backoff.Linear(base, time.Duration(rapid.Int64Range(0, int64(time.Hour)).Draw(t, "step")), capd).
+			WithJitter(backoff.JitterMode(rapid.IntRange(1, 5).Draw(t, "jitter")))
+	}
 	return backoff.Backoff{
 		Schedule: backoff.Schedule(rapid.IntRange(0, 2).Draw(t, "schedule")),
 		Base:     base,
 		Factor:   rapid.Float64Range(1, 10).Draw(t, "factor"),
 		Step:     time.Duration(rapid.Int64Range(0, int64(time.Hour)).Draw(t, "step")),
-		Cap:      time.Duration(rapid.Int64Range(0, int64(24*time.Hour)).Draw(t, "cap")),
+		Cap:      capd,
 		Jitter:   backoff.JitterMode(rapid.IntRange(0, 5).Draw(t, "jitter")),
 		Fraction: rapid.Float64Range(0.001, 1).Draw(t, "fraction"),
 	}

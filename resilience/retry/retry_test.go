@@ -530,3 +530,34 @@ func TestConcurrentUse(t *testing.T) {
 		t.Fatalf("%d calls, want %d", total.Load(), 16*100*3)
 	}
 }
+
+// A retry-after hint is a floor the jitter never undercuts, capped by the
+// backoff's cap, whatever the jitter draws.
+func TestPropertyRetryAfterIsAFloor(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		b := backoff.Backoff{
+			Base:   time.Duration(rapid.Int64Range(1, int64(time.Minute)).Draw(rt, "base")),
+			Cap:    time.Duration(rapid.Int64Range(1, int64(10*time.Minute)).Draw(rt, "cap")),
+			Jitter: backoff.JitterMode(rapid.IntRange(0, 5).Draw(rt, "jitter")),
+		}
+		u := rapid.Float64Range(0, 0.999999).Draw(rt, "u")
+		hint := time.Duration(rapid.Int64Range(0, int64(time.Hour)).Draw(rt, "hint"))
+		var delays []time.Duration
+		p := newPolicy(rt, clock.NewFake(t0), retry.Config{
+			MaxAttempts: 2,
+			Backoff:     b,
+			Rand:        func() float64 { return u },
+			OnRetry:     func(e retry.Event) { delays = append(delays, e.Delay) },
+		})
+		clk := p.Config().Clock.(*clock.Fake)
+		calls := 0
+		run(rt, clk, p, failing(&calls, retry.After(errBoom, hint)))
+		capd := p.Config().Backoff.Cap
+		if len(delays) != 1 {
+			rt.Fatalf("%d retries, want 1", len(delays))
+		}
+		if d := delays[0]; d < min(hint, capd) || d > capd {
+			rt.Fatalf("delay %v for hint %v and cap %v: outside [min(hint, cap), cap]", d, hint, capd)
+		}
+	})
+}
