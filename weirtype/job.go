@@ -1,0 +1,140 @@
+package weirtype
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strconv"
+	"time"
+)
+
+// State is where a job is in its life.
+type State string
+
+// The states of a job. A job is created available (or scheduled, when it
+// may not run yet), becomes running while a worker holds its lease, and ends
+// completed, cancelled or dead. A job whose attempt failed and that may be
+// retried is scheduled again.
+const (
+	StateAvailable State = "available" // may run now
+	StateScheduled State = "scheduled" // may run at ScheduledAt (a retry waiting out its backoff, or a job for later)
+	StateRunning   State = "running"   // a worker holds its lease
+	StateCompleted State = "completed" // ran to success
+	StateCancelled State = "cancelled" // cancelled before it completed
+	StateDead      State = "dead"      // abandoned; its dead letter says why
+)
+
+// States lists every state, in the order above.
+func States() []State {
+	return []State{StateAvailable, StateScheduled, StateRunning, StateCompleted, StateCancelled, StateDead}
+}
+
+// Final reports whether s is a state a job does not leave on its own.
+func (s State) Final() bool {
+	return s == StateCompleted || s == StateCancelled || s == StateDead
+}
+
+// Valid reports whether s is one of the states.
+func (s State) Valid() bool {
+	for _, v := range States() {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// AttemptError is the error of one failed attempt, kept on the job.
+type AttemptError struct {
+	// Attempt is the number of the attempt that failed, from 1.
+	Attempt int `json:"attempt"`
+	// At is when it failed.
+	At time.Time `json:"at"`
+	// Message is the error's text.
+	Message string `json:"message"`
+	// Type is the error's Go type, such as "*fs.PathError".
+	Type string `json:"type"`
+}
+
+// Job is a job as the store keeps it.
+type Job struct {
+	ID    int64
+	Kind  string
+	Queue string
+	// Payload is the job's arguments, as JSON.
+	Payload json.RawMessage
+	State   State
+	// Attempt is the number of attempts started so far.
+	Attempt     int
+	MaxAttempts int
+	// IdempotencyKey makes the job unique: a second insert with the same
+	// key finds this job instead of making another. Empty for none.
+	IdempotencyKey string
+	// Source says where the job came from, for operators (a blob path, a
+	// message id). Empty for none.
+	Source   string
+	Priority int
+	// ScheduledAt is when the job may run (next).
+	ScheduledAt time.Time
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	// AttemptedAt is when the latest attempt started; zero before the first.
+	AttemptedAt time.Time
+	// FinalizedAt is when the job reached a final state; zero before.
+	FinalizedAt time.Time
+	// LeaseOwner and LeaseExpiresAt name the worker that holds the running
+	// job and until when; empty and zero when no one does.
+	LeaseOwner     string
+	LeaseExpiresAt time.Time
+	// DeadlineAt is the job's SLA: past it an unfinished job fails with
+	// reason deadline_exceeded. Zero for none.
+	DeadlineAt time.Time
+	// Errors holds the error of every failed attempt, oldest first.
+	Errors []AttemptError
+}
+
+// InsertOutcome is what an insert did.
+type InsertOutcome string
+
+// The outcomes of an insert. Only Inserted and Reclaimed make the job run
+// (again); the duplicates leave the existing job as it is.
+const (
+	// Inserted: a new job was made.
+	Inserted InsertOutcome = "inserted"
+	// DuplicatePending: a job with the key is waiting to run.
+	DuplicatePending InsertOutcome = "duplicate_pending"
+	// DuplicateRunning: a job with the key is running and not stuck.
+	DuplicateRunning InsertOutcome = "duplicate_running"
+	// DuplicateCompleted: a job with the key completed.
+	DuplicateCompleted InsertOutcome = "duplicate_completed"
+	// DuplicateFinal: a job with the key was cancelled or abandoned to the
+	// dead-letter store; requeue it from there to run it again.
+	DuplicateFinal InsertOutcome = "duplicate_final"
+	// Reclaimed: a job with the key had been running for longer than the
+	// stuck threshold; it was made available to run again, its lease
+	// dropped, and an AttemptError of type ErrorTypeStuck recorded for the
+	// attempt that never finished.
+	Reclaimed InsertOutcome = "reclaimed"
+)
+
+// ErrorTypeStuck is the AttemptError.Type of an attempt that was still
+// running past the stuck threshold when its job was reclaimed.
+const ErrorTypeStuck = "stuck"
+
+
+// Runs reports whether the outcome makes the job run.
+func (o InsertOutcome) Runs() bool { return o == Inserted || o == Reclaimed }
+
+// IdempotencyKey returns the hex SHA-256 of parts, each prefixed with its
+// length so that ("ab", "c") and ("a", "bc") differ. For a blob event,
+// IdempotencyKey(container, blobPath, etag) gives the same key however often
+// the event fires, and a new key when the blob's content changes.
+func IdempotencyKey(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(strconv.Itoa(len(p))))
+		h.Write([]byte{':'})
+		h.Write([]byte(p))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
