@@ -121,7 +121,6 @@ const (
 // running past the stuck threshold when its job was reclaimed.
 const ErrorTypeStuck = "stuck"
 
-
 // Runs reports whether the outcome makes the job run.
 func (o InsertOutcome) Runs() bool { return o == Inserted || o == Reclaimed }
 
