@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,8 +36,8 @@ type Harness struct {
 	// SetVersion records in s's database that migration version v was
 	// applied, as a newer weir would.
 	SetVersion func(t *testing.T, s store.Store, v int)
-	// SetState forces job id into state, with its latest attempt started
-	// at attemptedAt, as a worker would leave it.
+	// SetState forces job id into state, with one attempt made, started at
+	// attemptedAt, as a worker would leave it.
 	SetState func(t *testing.T, s store.Store, id int64, state weirtype.State, attemptedAt time.Time)
 }
 
@@ -60,6 +61,7 @@ func Run(t *testing.T, h Harness) {
 		{"IdempotentStuckBoundary", testStuckBoundary},
 		{"IdempotentConcurrentInserts", testConcurrentSameKey},
 		{"IdempotentWithinOneBatch", testSameKeyInBatch},
+		{"IdempotentBatchOfACompletedKey", testCompletedKeyTwiceInBatch},
 		{"InsertInCallersTransaction", testTransactional},
 	}
 	for _, c := range cases {
@@ -275,7 +277,8 @@ func testDuplicateByState(t *testing.T, h Harness) {
 		if got.State != weirtype.StateAvailable || !got.ScheduledAt.Equal(now) || got.LeaseOwner != "" || !got.LeaseExpiresAt.IsZero() || !got.UpdatedAt.Equal(now) {
 			t.Errorf("reclaimed job %+v", *got)
 		}
-		if len(got.Errors) != 1 || got.Errors[0].Type != weirtype.ErrorTypeStuck || !got.Errors[0].At.Equal(now) {
+		if len(got.Errors) != 1 || got.Errors[0].Type != weirtype.ErrorTypeStuck || !got.Errors[0].At.Equal(now) ||
+			got.Errors[0].Attempt != 1 || got.Attempt != 1 || !strings.Contains(got.Errors[0].Message, "11m0s") {
 			t.Errorf("reclaimed job's errors %+v, want one of type stuck at %v", got.Errors, now)
 		}
 		if r.Job.State != weirtype.StateAvailable {
@@ -348,6 +351,24 @@ func testSameKeyInBatch(t *testing.T, h Harness) {
 	}
 	if c := countJobs(t, h, s); c != 2 {
 		t.Fatalf("%d jobs, want 2", c)
+	}
+}
+
+func testCompletedKeyTwiceInBatch(t *testing.T, h Harness) {
+	s := migrated(t, h)
+	first := insertOne(t, s.Executor(), now.Add(-time.Hour), store.InsertParams{Kind: "k", IdempotencyKey: "done"})
+	h.SetState(t, s, first.Job.ID, weirtype.StateCompleted, now.Add(-time.Hour))
+	res, err := s.Executor().Insert(context.Background(), now, []store.InsertParams{
+		{Kind: "k", IdempotencyKey: "done"},
+		{Kind: "k", IdempotencyKey: "done"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if r.Outcome != weirtype.DuplicateCompleted || r.Job.ID != first.Job.ID {
+			t.Errorf("insert %d: %s of job %d, want duplicate_completed of %d", i, r.Outcome, r.Job.ID, first.Job.ID)
+		}
 	}
 }
 

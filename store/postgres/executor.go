@@ -1,0 +1,301 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/weirtype"
+)
+
+// maxTxAttempts bounds how often an Executor from Store.Executor runs a
+// transaction that PostgreSQL aborted for a deadlock or a serialization
+// failure. In READ COMMITTED neither happens to a single insert; a deadlock
+// needs two batches that share keys in opposite orders.
+const maxTxAttempts = 3
+
+// jobColumns are the columns scanJob reads, in its order.
+const jobColumns = `id, kind, queue, payload, state, attempt, max_attempts, idempotency_key, source, priority,
+	scheduled_at, created_at, updated_at, attempted_at, finalized_at, lease_owner, lease_expires_at, deadline_at, errors`
+
+// queries are the executor's SQL statements, with the schema's name in
+// them: every statement names its schema, so it reads weir's tables however
+// the connection's search_path is set (a caller's transaction may come from
+// a pool of the caller's own).
+type queries struct {
+	insert, byKey, getJob string
+}
+
+func newQueries(schema string) queries {
+	return queries{
+		// Inserts a job, or, on a conflict with a job of the same key,
+		// locks that job and reclaims it if it is stuck: running, with its
+		// attempt started before the cutoff ($12). It returns the row only
+		// when it inserted (xmax = 0) or reclaimed it; byKey then reads the
+		// job it conflicted with.
+		insert: `INSERT INTO ` + schema + `.weir_jobs AS j
+	(kind, queue, payload, state, max_attempts, idempotency_key, source, priority,
+	 scheduled_at, created_at, updated_at, deadline_at)
+VALUES ($1, $2, $3::jsonb, $4, $5::integer, $6, $7, $8::integer,
+	$9::timestamptz, $10::timestamptz, $10::timestamptz, $11::timestamptz)
+ON CONFLICT (idempotency_key) WHERE idempotency_key <> '' DO UPDATE SET
+	state = 'available',
+	scheduled_at = $10::timestamptz,
+	updated_at = $10::timestamptz,
+	lease_owner = '',
+	lease_expires_at = NULL,
+	errors = j.errors || jsonb_build_array(jsonb_build_object(
+		'attempt', j.attempt,
+		'at', $13::text,
+		'message', 'reclaimed after running '
+			|| ` + schema + `.weir_duration_text((extract(epoch FROM $10::timestamptz - j.attempted_at) * 1000000)::bigint)
+			|| ' without finishing',
+		'type', '` + weirtype.ErrorTypeStuck + `'))
+WHERE j.state = 'running' AND j.attempted_at < $12::timestamptz
+RETURNING ` + jobColumns + `, (j.xmax = 0) AS inserted`,
+		// Reads the job a keyed insert found. The insert's ON CONFLICT DO
+		// UPDATE has already locked it (PostgreSQL locks the conflicting
+		// row even when the DO UPDATE's WHERE is false), and, as a new
+		// statement in READ COMMITTED, this sees it as committed by
+		// whichever transaction made it. FOR SHARE states the lock this
+		// read relies on; it changes nothing while the stronger one is
+		// held.
+		byKey:  `SELECT ` + jobColumns + ` FROM ` + schema + `.weir_jobs WHERE idempotency_key = $1 AND idempotency_key <> '' FOR SHARE`,
+		getJob: `SELECT ` + jobColumns + ` FROM ` + schema + `.weir_jobs WHERE id = $1`,
+	}
+}
+
+// Executor returns an Executor that runs each call in a transaction of its
+// own, at READ COMMITTED.
+func (s *Store) Executor() store.Executor { return executor{s: s} }
+
+// Tx returns an Executor bound to the caller's transaction, so that the
+// caller's own writes and the jobs that process them commit together. The
+// transaction may come from any pool on the store's database. When a call
+// fails, PostgreSQL has aborted the transaction: roll it back. At
+// REPEATABLE READ or SERIALIZABLE, an insert that races another of the
+// same key can fail with a serialization error (SQLSTATE 40001), which the
+// caller retries with its transaction.
+func (s *Store) Tx(tx pgx.Tx) store.Executor { return executor{s: s, tx: tx} }
+
+type executor struct {
+	s  *Store
+	tx pgx.Tx // nil: a transaction per call
+}
+
+// Insert inserts jobs at now, all or none; see store.Executor. Times are
+// kept to the microsecond, as PostgreSQL keeps them.
+func (e executor) Insert(ctx context.Context, now time.Time, jobs []store.InsertParams) ([]store.InsertResult, error) {
+	ps := make([]store.InsertParams, len(jobs))
+	for i, p := range jobs {
+		p, err := p.Normalize()
+		if err != nil {
+			return nil, fmt.Errorf("postgres: insert jobs[%d]: %w", i, err)
+		}
+		switch {
+		case p.MaxAttempts > math.MaxInt32:
+			return nil, fmt.Errorf("postgres: insert jobs[%d]: %w: max attempts %d is too large", i, store.ErrInvalid, p.MaxAttempts)
+		case p.Priority > math.MaxInt32 || p.Priority < math.MinInt32:
+			return nil, fmt.Errorf("postgres: insert jobs[%d]: %w: priority %d is out of range", i, store.ErrInvalid, p.Priority)
+		}
+		ps[i] = p
+	}
+	if len(ps) == 0 {
+		return []store.InsertResult{}, nil
+	}
+	now = now.UTC().Truncate(time.Microsecond)
+	if e.tx != nil {
+		return e.s.insert(ctx, e.tx, now, ps)
+	}
+	for attempt := 1; ; attempt++ {
+		var res []store.InsertResult
+		err := pgx.BeginTxFunc(ctx, e.s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+			var err error
+			res, err = e.s.insert(ctx, tx, now, ps)
+			return err
+		})
+		if err == nil {
+			return res, nil
+		}
+		if attempt >= maxTxAttempts || !retryable(err) || ctx.Err() != nil {
+			return nil, err
+		}
+	}
+}
+
+// insert runs the jobs' statements in tx as one pipelined batch: one round
+// trip however many jobs. Each job is one INSERT … ON CONFLICT, followed,
+// when it has a key, by the read of the job it may have conflicted with.
+func (s *Store) insert(ctx context.Context, tx pgx.Tx, now time.Time, ps []store.InsertParams) ([]store.InsertResult, error) {
+	at := now.Format(time.RFC3339Nano) // as encoding/json writes a time
+	b := &pgx.Batch{}
+	for _, p := range ps {
+		scheduledAt := p.ScheduledAt
+		if scheduledAt.IsZero() {
+			scheduledAt = now
+		}
+		// Running for exactly StuckAfter is not stuck: stuck is
+		// now - attempted_at > StuckAfter, that is attempted_at < now -
+		// StuckAfter, which at microsecond precision holds exactly when it
+		// holds for StuckAfter truncated to the microsecond.
+		cutoff := now.Add(-p.StuckAfter.Truncate(time.Microsecond))
+		b.Queue(s.sql.insert,
+			p.Kind, p.Queue, string(p.Payload), string(p.InitialState(now)), p.MaxAttempts,
+			p.IdempotencyKey, p.Source, p.Priority, scheduledAt, now, nullTime(p.DeadlineAt),
+			cutoff, at)
+		if p.IdempotencyKey != "" {
+			b.Queue(s.sql.byKey, p.IdempotencyKey)
+		}
+	}
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+
+	res := make([]store.InsertResult, len(ps))
+	for i, p := range ps {
+		var inserted bool
+		job, err := scanJob(br.QueryRow(), &inserted)
+		switch {
+		case err == nil && inserted:
+			res[i] = store.InsertResult{Job: job, Outcome: weirtype.Inserted}
+		case err == nil:
+			res[i] = store.InsertResult{Job: job, Outcome: weirtype.Reclaimed}
+		case errors.Is(err, pgx.ErrNoRows) && p.IdempotencyKey != "":
+			// A conflict whose DO UPDATE did not fire: byKey says why.
+		default:
+			return nil, insertError(i, err)
+		}
+		if p.IdempotencyKey == "" {
+			continue
+		}
+		found, err := scanJob(br.QueryRow())
+		if err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				err = fmt.Errorf("the job with idempotency key %q that the insert conflicted with is gone", p.IdempotencyKey)
+			}
+			return nil, insertError(i, err)
+		}
+		if res[i].Job != nil {
+			continue
+		}
+		outcome, err := duplicateOutcome(found.State)
+		if err != nil {
+			return nil, insertError(i, err)
+		}
+		res[i] = store.InsertResult{Job: found, Outcome: outcome}
+	}
+	if err := br.Close(); err != nil {
+		return nil, fmt.Errorf("postgres: insert: %w", err)
+	}
+	return res, nil
+}
+
+// duplicateOutcome is the outcome of an insert that found a job with its
+// key in state, and left it as it is.
+func duplicateOutcome(state weirtype.State) (weirtype.InsertOutcome, error) {
+	switch state {
+	case weirtype.StateAvailable, weirtype.StateScheduled:
+		return weirtype.DuplicatePending, nil
+	case weirtype.StateRunning:
+		return weirtype.DuplicateRunning, nil
+	case weirtype.StateCompleted:
+		return weirtype.DuplicateCompleted, nil
+	case weirtype.StateCancelled, weirtype.StateDead:
+		return weirtype.DuplicateFinal, nil
+	}
+	return "", fmt.Errorf("existing job is in unknown state %q", state)
+}
+
+// insertError wraps the error of jobs[i]. PostgreSQL's data exceptions
+// (class 22: a NUL byte in a text, a \u0000 in a JSON payload, a time out
+// of range) are the caller's bad parameter, so they also wrap
+// store.ErrInvalid.
+func insertError(i int, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && len(pgErr.Code) == 5 && pgErr.Code[:2] == "22" {
+		return fmt.Errorf("postgres: insert jobs[%d]: %w: %w", i, store.ErrInvalid, err)
+	}
+	return fmt.Errorf("postgres: insert jobs[%d]: %w", i, err)
+}
+
+// retryable reports whether err is PostgreSQL aborting a transaction that
+// may succeed if run again: a serialization failure or a deadlock.
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
+}
+
+// GetJob returns the job with the id, or an error wrapping
+// store.ErrNotFound.
+func (e executor) GetJob(ctx context.Context, id int64) (*weirtype.Job, error) {
+	var row pgx.Row
+	if e.tx != nil {
+		row = e.tx.QueryRow(ctx, e.s.sql.getJob, id)
+	} else {
+		row = e.s.pool.QueryRow(ctx, e.s.sql.getJob, id)
+	}
+	job, err := scanJob(row)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("postgres: job %d: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: get job %d: %w", id, err)
+	}
+	return job, nil
+}
+
+// scanJob reads a row of jobColumns, then extra.
+func scanJob(row pgx.Row, extra ...any) (*weirtype.Job, error) {
+	var (
+		j                                                    weirtype.Job
+		state                                                string
+		payload, errs                                        []byte
+		attemptedAt, finalizedAt, leaseExpiresAt, deadlineAt pgtype.Timestamptz
+	)
+	dest := []any{
+		&j.ID, &j.Kind, &j.Queue, &payload, &state, &j.Attempt, &j.MaxAttempts, &j.IdempotencyKey, &j.Source, &j.Priority,
+		&j.ScheduledAt, &j.CreatedAt, &j.UpdatedAt, &attemptedAt, &finalizedAt, &j.LeaseOwner, &leaseExpiresAt, &deadlineAt, &errs,
+	}
+	if err := row.Scan(append(dest, extra...)...); err != nil {
+		return nil, err
+	}
+	j.Payload = json.RawMessage(payload)
+	j.State = weirtype.State(state)
+	j.ScheduledAt = j.ScheduledAt.UTC()
+	j.CreatedAt = j.CreatedAt.UTC()
+	j.UpdatedAt = j.UpdatedAt.UTC()
+	j.AttemptedAt = fromNull(attemptedAt)
+	j.FinalizedAt = fromNull(finalizedAt)
+	j.LeaseExpiresAt = fromNull(leaseExpiresAt)
+	j.DeadlineAt = fromNull(deadlineAt)
+	if err := json.Unmarshal(errs, &j.Errors); err != nil {
+		return nil, fmt.Errorf("job %d: errors column: %w", j.ID, err)
+	}
+	if len(j.Errors) == 0 {
+		j.Errors = nil
+	}
+	for i := range j.Errors {
+		j.Errors[i].At = j.Errors[i].At.UTC()
+	}
+	return &j, nil
+}
+
+// nullTime is NULL for the zero time.
+func nullTime(t time.Time) pgtype.Timestamptz {
+	return pgtype.Timestamptz{Time: t, Valid: !t.IsZero()}
+}
+
+// fromNull is the zero time for NULL, and UTC otherwise.
+func fromNull(t pgtype.Timestamptz) time.Time {
+	if !t.Valid {
+		return time.Time{}
+	}
+	return t.Time.UTC()
+}
