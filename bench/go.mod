@@ -1,6 +1,6 @@
 module github.com/weirhq/weir/bench
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/cenkalti/backoff/v5 v5.0.3
