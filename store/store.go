@@ -20,6 +20,12 @@ var (
 	ErrSchemaTooNew = errors.New("store: database schema is newer than this weir")
 	// ErrInvalid: a parameter is out of range; the error names it.
 	ErrInvalid = errors.New("store: invalid parameter")
+	// ErrLeaseLost: the worker no longer holds the job's lease (it
+	// expired and the job was rescued, released or cancelled), so the
+	// worker may not finish it; another worker may hold it now.
+	ErrLeaseLost = errors.New("store: lease lost")
+	// ErrFinal: the job is completed, cancelled or dead already.
+	ErrFinal = errors.New("store: job is final")
 )
 
 // Store is a database that keeps weir's jobs.
@@ -52,6 +58,107 @@ type Executor interface {
 	// GetJob returns the job with the id, or an error wrapping
 	// ErrNotFound.
 	GetJob(ctx context.Context, id int64) (*weirtype.Job, error)
+
+	// Claim takes up to Limit jobs of the queue that may run at Now: those
+	// available, and those scheduled whose ScheduledAt is not after Now;
+	// higher Priority first, then earlier ScheduledAt, then lower id. Each
+	// becomes running, its Attempt one more, AttemptedAt Now, held by
+	// Owner until Now+LeaseFor. Concurrent claims never take the same job
+	// (PostgreSQL: FOR UPDATE SKIP LOCKED).
+	Claim(ctx context.Context, p ClaimParams) ([]*weirtype.Job, error)
+	// Heartbeat extends to now+leaseFor the leases that owner holds on
+	// ids, and returns the ids whose lease owner no longer holds (their
+	// handlers must stop).
+	Heartbeat(ctx context.Context, now time.Time, owner string, ids []int64, leaseFor time.Duration) (lost []int64, err error)
+	// Complete makes a job that owner holds completed, with FinalizedAt
+	// now and the lease dropped. It returns ErrLeaseLost, changing
+	// nothing, when owner does not hold the job.
+	Complete(ctx context.Context, now time.Time, id int64, owner string) (*weirtype.Job, error)
+	// Fail records a failed attempt of a job that owner holds: the error
+	// is appended to the job's errors and the lease dropped. With an empty
+	// Abandon the job is scheduled to run again at RetryAt (available if
+	// that is not after Now); with a reason, the job becomes dead and a
+	// dead letter is written in the same transaction. ErrLeaseLost when
+	// owner does not hold the job.
+	Fail(ctx context.Context, p FailParams) (*weirtype.Job, error)
+	// Snooze puts a job that owner holds back to scheduled at until,
+	// giving back the attempt it used (Attempt one less) and dropping the
+	// lease. ErrLeaseLost when owner does not hold the job.
+	Snooze(ctx context.Context, now time.Time, id int64, owner string, until time.Time) (*weirtype.Job, error)
+	// Cancel makes a job that is not final cancelled, whoever holds it (a
+	// running job's worker then finds its lease lost). ErrFinal, changing
+	// nothing, for a final job; ErrNotFound for a missing one.
+	Cancel(ctx context.Context, now time.Time, id int64) (*weirtype.Job, error)
+	// RescueExpired takes up to limit running jobs whose lease ended
+	// before now. Each with attempts left becomes available at now, with
+	// an error of type lease_expired recorded for the attempt that did
+	// not finish; each without becomes dead, with a dead letter of reason
+	// max_attempts_exceeded. It returns the ids of both kinds.
+	RescueExpired(ctx context.Context, now time.Time, limit int) (rescued, dead []int64, err error)
+	// ReleaseOwned makes every running job that owner holds available at
+	// now, with an error of type released recorded. With giveBack the
+	// attempt is given back (a graceful shutdown that ran out of time);
+	// without, it counts (a restarted process taking back what its
+	// previous run held). It returns the ids released.
+	ReleaseOwned(ctx context.Context, now time.Time, owner string, giveBack bool) ([]int64, error)
+
+	// GetDeadLetter returns the dead letter with the id, or ErrNotFound.
+	GetDeadLetter(ctx context.Context, id int64) (*weirtype.DeadLetter, error)
+	// ListDeadLetters returns the dead letters that match f, lowest id
+	// first.
+	ListDeadLetters(ctx context.Context, f DeadLetterFilter) ([]*weirtype.DeadLetter, error)
+	// RequeueDeadLetters makes the jobs of the dead letters that match f
+	// available at now with their attempts reset to zero (their error
+	// history kept), deletes those dead letters, and returns the job ids.
+	RequeueDeadLetters(ctx context.Context, now time.Time, f DeadLetterFilter) ([]int64, error)
+	// PurgeDeadLetters deletes the dead letters that match f, and their
+	// jobs, and returns how many dead letters it deleted.
+	PurgeDeadLetters(ctx context.Context, f DeadLetterFilter) (int, error)
+}
+
+// ClaimParams is what Claim takes.
+type ClaimParams struct {
+	Now      time.Time
+	Queue    string // default "default"
+	Limit    int    // at least 1
+	Owner    string // required: the worker process's id
+	LeaseFor time.Duration
+}
+
+// FailParams is what Fail takes.
+type FailParams struct {
+	Now   time.Time
+	ID    int64
+	Owner string
+	// Error is the attempt's error, appended to the job's errors.
+	Error weirtype.AttemptError
+	// RetryAt is when the job may run again, when it is not abandoned;
+	// zero means at once.
+	RetryAt time.Time
+	// Abandon, when set, abandons the job to the dead-letter store for
+	// this reason instead of retrying it.
+	Abandon weirtype.AbandonReason
+}
+
+// DeadLetterFilter selects dead letters. Zero fields match everything; a
+// filter with no field set matches every dead letter.
+type DeadLetterFilter struct {
+	// IDs, when not nil, restricts to those dead letters: an empty,
+	// non-nil IDs matches none, so that purging an empty selection
+	// purges nothing.
+	IDs    []int64
+	Kind   string
+	Queue  string
+	Reason weirtype.AbandonReason
+	// FailedBefore and FailedAfter bound FailedAt (before: strictly
+	// earlier; after: at or later).
+	FailedBefore time.Time
+	FailedAfter  time.Time
+	// AfterID and Limit page through ListDeadLetters: ids greater than
+	// AfterID, at most Limit of them (0: no limit). Requeue and purge
+	// ignore them.
+	AfterID int64
+	Limit   int
 }
 
 // Features are the capabilities a driver declares.

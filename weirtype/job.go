@@ -137,3 +137,53 @@ func IdempotencyKey(parts ...string) string {
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// AbandonReason is why a job was abandoned to the dead-letter store. The
+// strings are stable: they are metric labels and stored with dead letters.
+type AbandonReason string
+
+// The reasons a job is abandoned.
+const (
+	AbandonMaxAttempts AbandonReason = "max_attempts_exceeded"
+	AbandonTTL         AbandonReason = "ttl_exceeded"
+	AbandonPermanent   AbandonReason = "non_retryable"
+	AbandonDeadline    AbandonReason = "deadline_exceeded"
+)
+
+// Error types recorded by the store itself, beside ErrorTypeStuck.
+const (
+	// ErrorTypeLeaseExpired: the worker's lease ran out before it
+	// finished (it crashed, or lost the database).
+	ErrorTypeLeaseExpired = "lease_expired"
+	// ErrorTypeReleased: the worker gave the job back (a shutdown that
+	// ran out of time, or a restarted process taking back its jobs).
+	ErrorTypeReleased = "released"
+)
+
+// DeadLetter is an abandoned job with everything an operator needs to
+// decide what to do with it.
+type DeadLetter struct {
+	// ID is the dead letter's own id; JobID the job's, whose row stays
+	// (state dead) so that its idempotency key keeps absorbing duplicates.
+	ID    int64
+	JobID int64
+	Kind  string
+	Queue string
+	// Source says where the job came from.
+	Source         string
+	IdempotencyKey string
+	// Payload is the job's original arguments.
+	Payload json.RawMessage
+	// Attempts is how many attempts were made.
+	Attempts int
+	// LastError and ErrorType are the last attempt's error.
+	LastError string
+	ErrorType string
+	Reason    AbandonReason
+	// Errors is every attempt's error, oldest first.
+	Errors []AttemptError
+	// JobCreatedAt is when the job was made; FailedAt when it was
+	// abandoned.
+	JobCreatedAt time.Time
+	FailedAt     time.Time
+}

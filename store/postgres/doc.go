@@ -31,6 +31,35 @@
 // batch reads the locked row, and its state gives the duplicate outcome.
 // Batches of jobs are sent as one pgx.Batch, one round trip.
 //
+// # Claims, leases and dead letters
+//
+// A claim is one statement,
+//
+//	UPDATE weir_jobs SET state = 'running', attempt = attempt + 1, lease_owner = …, lease_expires_at = …
+//	WHERE id IN (SELECT id FROM weir_jobs
+//	             WHERE queue = $2 AND (state = 'available' OR (state = 'scheduled' AND scheduled_at <= $1))
+//	             ORDER BY priority DESC, scheduled_at, id LIMIT $3
+//	             FOR UPDATE SKIP LOCKED)
+//	RETURNING …
+//
+// whose subquery reads the partial index weir_jobs_claim in its order and
+// skips the jobs other claims hold locked: concurrent claims, in any number
+// of processes, never take one job. The claimed jobs are sorted back into
+// claim order, which RETURNING does not keep.
+//
+// Complete, Fail and Snooze are guarded by the lease in their WHERE
+// (state = 'running' AND lease_owner = the worker): a worker whose lease
+// was lost writes nothing and gets store.ErrLeaseLost. RescueExpired takes
+// the oldest expired leases with FOR UPDATE SKIP LOCKED, so rescuers that
+// run at once never handle one job twice. A job abandoned by Fail or by a
+// rescue, and its row in weir_dead_letters, are written by one statement
+// (data-modifying CTEs); so are a requeue and a purge.
+//
+// The errors the database records itself (a stuck, expired or released
+// attempt) are written as encoding/json writes a weirtype.AttemptError,
+// their time in RFC 3339 with fractional seconds, UTC, so that they read
+// back equal to what weir would have written.
+//
 // # Transactions
 //
 // [Store.Executor] runs each call in a transaction of its own; [Store.Tx]

@@ -31,11 +31,15 @@ const jobColumns = `id, kind, queue, payload, state, attempt, max_attempts, idem
 // the connection's search_path is set (a caller's transaction may come from
 // a pool of the caller's own).
 type queries struct {
+	schema                string // quoted, for the statements built per call
 	insert, byKey, getJob string
+	lifecycleQueries
 }
 
 func newQueries(schema string) queries {
 	return queries{
+		schema:           schema,
+		lifecycleQueries: newLifecycleQueries(schema),
 		// Inserts a job, or, on a conflict with a job of the same key,
 		// locks that job and reclaims it if it is stuck: running, with its
 		// attempt started before the cutoff ($12). It returns the row only
@@ -74,22 +78,30 @@ RETURNING ` + jobColumns + `, (j.xmax = 0) AS inserted`,
 }
 
 // Executor returns an Executor that runs each call in a transaction of its
-// own, at READ COMMITTED.
+// own, at READ COMMITTED. Every call but Insert is one statement, its own
+// transaction without a BEGIN; when a guarded write finds the lease lost,
+// or Cancel finds nothing to cancel, a second statement reads the job to
+// say why.
 func (s *Store) Executor() store.Executor { return executor{s: s} }
 
 // Tx returns an Executor bound to the caller's transaction, so that the
 // caller's own writes and the jobs that process them commit together. The
 // transaction may come from any pool on the store's database. When a call
 // fails, PostgreSQL has aborted the transaction: roll it back. At
-// REPEATABLE READ or SERIALIZABLE, an insert that races another of the
-// same key can fail with a serialization error (SQLSTATE 40001), which the
-// caller retries with its transaction.
+// REPEATABLE READ or SERIALIZABLE, a call that races another on the same
+// job (an insert of the same key; a claim, rescue or guarded write of a job
+// changed since the transaction's snapshot) can fail with a serialization
+// error (SQLSTATE 40001), which the caller retries with its transaction.
+// The lock a claim or a rescue takes on its jobs is held until the
+// caller's transaction ends.
 func (s *Store) Tx(tx pgx.Tx) store.Executor { return executor{s: s, tx: tx} }
 
 type executor struct {
 	s  *Store
 	tx pgx.Tx // nil: a transaction per call
 }
+
+var _ store.Executor = executor{}
 
 // Insert inserts jobs at now, all or none; see store.Executor. Times are
 // kept to the microsecond, as PostgreSQL keeps them.

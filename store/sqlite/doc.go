@@ -5,7 +5,7 @@
 // on and a busy timeout (Config.BusyTimeout, 5 s by default), and
 // [Store.Migrate] brings its schema up to date from the migrations embedded
 // in the binary, recorded in the table weir_migrations. The jobs are in
-// weir_jobs. Times are stored as INTEGER microseconds since the Unix epoch,
+// weir_jobs, the dead letters in weir_dead_letters. Times are stored as INTEGER microseconds since the Unix epoch,
 // UTC, with NULL for the zero time, and read back as UTC time.Time values.
 //
 // # Connections and locking
@@ -24,13 +24,14 @@
 //
 //   - a write pool of exactly one connection, which begins every
 //     transaction with BEGIN IMMEDIATE (the write lock is taken at BEGIN,
-//     never upgraded later). Weir's writes (Insert, Migrate) and the
+//     never upgraded later). Weir's writes (Migrate and every write of
+//     the Executor: Insert, Claim, Complete, Fail...) and the
 //     callers' transactions on [Store.DB] queue for that connection inside
 //     the process, in database/sql, honouring their contexts, instead of
 //     contending for SQLite's lock; the busy timeout only has to cover
 //     other processes on the same file and WAL checkpoints;
-//   - a read pool of several query_only connections for GetJob and
-//     SchemaVersion. In WAL mode readers see the last commit and neither
+//   - a read pool of several query_only connections for GetJob, the
+//     dead-letter reads and SchemaVersion. In WAL mode readers see the last commit and neither
 //     block the writer nor are blocked by it.
 //
 // One writer connection costs little: SQLite would serialise the writes
@@ -55,4 +56,30 @@
 // the outcome (see weirtype.InsertOutcome), reclaiming a running job stuck
 // past InsertParams.StuckAfter. Of any number of concurrent inserts of one
 // key, exactly one makes the job.
+//
+// # The job lifecycle
+//
+// Because the store's writes are serialised on one connection, a claim is
+// one UPDATE ... WHERE id IN (SELECT ... ORDER BY priority DESC,
+// scheduled_at, id LIMIT n) RETURNING ...: no row locks are needed for
+// two claims never to take the same job. A worker's writes to a job it
+// holds (Complete, Fail, Snooze) are single UPDATEs guarded by state =
+// 'running' AND lease_owner = the worker; when the guard fails, because
+// the lease expired and the job was rescued, released or cancelled, the
+// call returns store.ErrLeaseLost and changes nothing. An attempt's error
+// is appended to the job's JSON array of errors by SQLite's json_insert.
+//
+// A job abandoned (Fail with a reason, or a rescue out of attempts) gets a
+// dead letter in the same transaction: a row of weir_dead_letters with a
+// copy of the job's kind, queue, source, key, payload and errors, the last
+// error and the reason. The job's row stays, state dead, so its
+// idempotency key still absorbs duplicates; RequeueDeadLetters makes the
+// job available again and deletes the dead letter, PurgeDeadLetters
+// deletes both.
+//
+// A call through [Store.Tx] runs inside a savepoint of the caller's
+// transaction: when it fails, its own writes are undone and the caller's
+// kept, so a caller that commits anyway never commits half a call. The
+// hot statements are prepared once, on the write connection, after the
+// schema exists; the driver would parse them on every call otherwise.
 package sqlite

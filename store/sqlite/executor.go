@@ -53,29 +53,74 @@ func (e executor) Insert(ctx context.Context, now time.Time, jobs []store.Insert
 	if len(ps) == 0 {
 		return nil, nil
 	}
-	if e.tx != nil {
-		res, err := insertAll(ctx, e.tx, now, ps)
-		if err != nil {
-			return nil, fmt.Errorf("insert jobs: %w", err)
-		}
-		return res, nil
-	}
-	// BEGIN IMMEDIATE (the write pool's _txlock): the transaction holds
-	// SQLite's write lock from its first statement, so no other writer, in
-	// this process or another, runs between a key's check and its insert.
-	tx, err := e.s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("insert jobs: begin: %w", err)
-	}
-	defer tx.Rollback()
-	res, err := insertAll(ctx, tx, now, ps)
+	var res []store.InsertResult
+	err := e.write(ctx, func(tx *sql.Tx) (err error) {
+		res, err = e.insertAll(ctx, tx, now, ps)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("insert jobs: %w", err)
 	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("insert jobs: commit: %w", err)
-	}
 	return res, nil
+}
+
+// write runs fn in a write transaction, so that a call is all or nothing.
+//
+// Bound to a caller's transaction, fn runs in it inside a savepoint: a call
+// that fails undoes its own writes and leaves the caller's, so a caller
+// that goes on and commits never commits half a call (a dead job without
+// its dead letter). Otherwise fn runs in a transaction of its own on the
+// write connection, begun with BEGIN IMMEDIATE (the write pool's _txlock):
+// it holds SQLite's write lock from its first statement, so no other
+// writer, in this process or another, runs between its reads and its
+// writes.
+func (e executor) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if e.tx != nil {
+		if _, err := e.tx.ExecContext(ctx, "SAVEPOINT weir_call"); err != nil {
+			return err
+		}
+		// The savepoint is closed even when ctx has ended: an open one
+		// would swallow the caller's later statements.
+		bg := context.WithoutCancel(ctx)
+		if err := fn(e.tx); err != nil {
+			_, rerr := e.tx.ExecContext(bg, "ROLLBACK TO weir_call")
+			if rerr == nil {
+				_, rerr = e.tx.ExecContext(bg, "RELEASE weir_call")
+			}
+			if rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
+				return errors.Join(err, fmt.Errorf("roll back to the savepoint: %w", rerr))
+			}
+			return err
+		}
+		if _, err := e.tx.ExecContext(bg, "RELEASE weir_call"); err != nil {
+			return fmt.Errorf("release the savepoint: %w", err)
+		}
+		return nil
+	}
+	// Prepare the hot statements first, if they are not yet: it needs
+	// the connection that the transaction is about to hold.
+	e.s.stmts.prepare(ctx, e.s.write)
+	tx, err := e.s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// reader is where reads go: the caller's transaction, which sees its own
+// writes, or the read pool.
+func (e executor) reader() querier {
+	if e.tx != nil {
+		return e.tx
+	}
+	return e.s.read
 }
 
 // insertAll inserts the normalised jobs ps inside tx.
@@ -90,10 +135,10 @@ func (e executor) Insert(ctx context.Context, now time.Time, jobs []store.Insert
 // So the outcome is decided on the job as it is, and nothing can change it
 // between the read and a reclaim's update. A key repeated within ps finds
 // the job the first occurrence made, earlier in the same transaction.
-func insertAll(ctx context.Context, tx *sql.Tx, now time.Time, ps []store.InsertParams) ([]store.InsertResult, error) {
+func (e executor) insertAll(ctx context.Context, tx *sql.Tx, now time.Time, ps []store.InsertParams) ([]store.InsertResult, error) {
 	res := make([]store.InsertResult, len(ps))
 	for i, p := range ps {
-		r, err := insertOne(ctx, tx, now, p)
+		r, err := e.insertOne(ctx, tx, now, p)
 		if err != nil {
 			return nil, fmt.Errorf("job %d (kind %q): %w", i, p.Kind, err)
 		}
@@ -102,12 +147,12 @@ func insertAll(ctx context.Context, tx *sql.Tx, now time.Time, ps []store.Insert
 	return res, nil
 }
 
-func insertOne(ctx context.Context, tx *sql.Tx, now time.Time, p store.InsertParams) (store.InsertResult, error) {
+func (e executor) insertOne(ctx context.Context, tx *sql.Tx, now time.Time, p store.InsertParams) (store.InsertResult, error) {
 	scheduledAt := p.ScheduledAt
 	if scheduledAt.IsZero() {
 		scheduledAt = now
 	}
-	job, err := scanJob(tx.QueryRowContext(ctx, insertJob,
+	job, err := scanJob(e.s.stmts.queryRow(ctx, tx, insertJob,
 		p.Kind, p.Queue, string(p.Payload), string(p.InitialState(now)), p.MaxAttempts, p.IdempotencyKey,
 		p.Source, p.Priority, encodeTime(scheduledAt), encodeTime(now), encodeTime(now), encodeTime(p.DeadlineAt)))
 	if err == nil {
@@ -161,7 +206,7 @@ func reclaim(ctx context.Context, tx *sql.Tx, now time.Time, job *weirtype.Job) 
 	running := now.Sub(job.AttemptedAt)
 	errs := append(job.Errors, weirtype.AttemptError{
 		Attempt: job.Attempt,
-		At:      now.UTC().Truncate(time.Microsecond),
+		At:      storedTime(now),
 		Message: fmt.Sprintf("reclaimed after running %v without finishing", running),
 		Type:    weirtype.ErrorTypeStuck,
 	})
@@ -182,11 +227,7 @@ func reclaim(ctx context.Context, tx *sql.Tx, now time.Time, job *weirtype.Job) 
 // GetJob returns the job with the id, or an error wrapping
 // store.ErrNotFound.
 func (e executor) GetJob(ctx context.Context, id int64) (*weirtype.Job, error) {
-	var q querier = e.s.read
-	if e.tx != nil {
-		q = e.tx
-	}
-	job, err := scanJob(q.QueryRowContext(ctx, "SELECT "+jobColumns+" FROM weir_jobs WHERE id = ?", id))
+	job, err := scanJob(e.reader().QueryRowContext(ctx, "SELECT "+jobColumns+" FROM weir_jobs WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("get job %d: %w", id, store.ErrNotFound)
 	}
@@ -196,9 +237,14 @@ func (e executor) GetJob(ctx context.Context, id int64) (*weirtype.Job, error) {
 	return job, nil
 }
 
+// scanner is what *sql.Row and *sql.Rows share.
+type scanner interface {
+	Scan(dest ...any) error
+}
+
 // scanJob reads one row of jobColumns. It returns sql.ErrNoRows, unwrapped,
-// when there is none.
-func scanJob(row *sql.Row) (*weirtype.Job, error) {
+// when a *sql.Row has none.
+func scanJob(row scanner) (*weirtype.Job, error) {
 	var (
 		j                                            weirtype.Job
 		payload, state, errs                         string
@@ -220,11 +266,23 @@ func scanJob(row *sql.Row) (*weirtype.Job, error) {
 	j.FinalizedAt = decodeTime(finalized)
 	j.LeaseExpiresAt = decodeTime(leaseExpires)
 	j.DeadlineAt = decodeTime(deadline)
-	if err := json.Unmarshal([]byte(errs), &j.Errors); err != nil {
+	if j.Errors, err = decodeErrors(errs); err != nil {
 		return nil, fmt.Errorf("job %d: errors column: %w", j.ID, err)
 	}
-	if len(j.Errors) == 0 {
-		j.Errors = nil
-	}
 	return &j, nil
+}
+
+// decodeErrors reads an errors column: nil for an empty array.
+func decodeErrors(s string) ([]weirtype.AttemptError, error) {
+	if s == "[]" {
+		return nil, nil // most jobs: skip the decoder
+	}
+	var errs []weirtype.AttemptError
+	if err := json.Unmarshal([]byte(s), &errs); err != nil {
+		return nil, err
+	}
+	if len(errs) == 0 {
+		return nil, nil
+	}
+	return errs, nil
 }

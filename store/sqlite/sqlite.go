@@ -75,6 +75,7 @@ type Store struct {
 	read       *sql.DB // several connections, query_only
 	logger     *slog.Logger
 	migrations []migration.Migration
+	stmts      stmtCache // the hot statements, prepared on write
 
 	closeOnce sync.Once
 	closeErr  error
@@ -244,6 +245,7 @@ func (s *Store) Features() store.Features {
 // Close closes both pools. It is safe to call more than once.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.stmts.close()
 		s.closeErr = errors.Join(s.read.Close(), s.write.Close())
 	})
 	return s.closeErr

@@ -39,16 +39,40 @@ func decodeTime(v sql.NullInt64) time.Time {
 // checkTimes returns an error wrapping store.ErrInvalid when now or one of
 // p's times cannot be stored.
 func checkTimes(now time.Time, p store.InsertParams) error {
-	for _, f := range []struct {
-		name string
-		t    time.Time
-	}{{"now", now}, {"scheduled at", p.ScheduledAt}, {"deadline at", p.DeadlineAt}} {
-		if f.t.Before(minTime) || f.t.After(maxTime) {
-			return fmt.Errorf("%w: %s %v is out of range", store.ErrInvalid, f.name, f.t)
-		}
+	if err := checkNow(now); err != nil {
+		return err
+	}
+	if err := checkTime("scheduled at", p.ScheduledAt); err != nil {
+		return err
+	}
+	return checkTime("deadline at", p.DeadlineAt)
+}
+
+// checkTime returns an error wrapping store.ErrInvalid, naming the field,
+// when t cannot be stored. The zero time can: it is NULL.
+func checkTime(name string, t time.Time) error {
+	if t.Before(minTime) || t.After(maxTime) {
+		return fmt.Errorf("%w: %s %v is out of range", store.ErrInvalid, name, t)
+	}
+	return nil
+}
+
+// checkNow is checkTime for a call's clock, which must also be set.
+func checkNow(now time.Time) error {
+	if err := checkTime("now", now); err != nil {
+		return err
 	}
 	if now.IsZero() {
 		return fmt.Errorf("%w: now is the zero time", store.ErrInvalid)
 	}
 	return nil
+}
+
+// storedTime is t as the database gives it back: UTC, whole microseconds
+// (rounded toward the past, as encodeTime does).
+func storedTime(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return time.UnixMicro(t.UnixMicro()).UTC()
 }

@@ -41,15 +41,19 @@ type Harness struct {
 	SetState func(t *testing.T, s store.Store, id int64, state weirtype.State, attemptedAt time.Time)
 }
 
+type suiteCase struct {
+	name string
+	fn   func(*testing.T, Harness)
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
 // now is the suite's clock: whole microseconds, which every driver keeps.
 var now = time.Date(2026, 1, 21, 15, 30, 0, 0, time.UTC)
 
 // Run runs every case of the suite.
 func Run(t *testing.T, h Harness) {
-	cases := []struct {
-		name string
-		fn   func(*testing.T, Harness)
-	}{
+	cases := []suiteCase{
 		{"MigrateFreshAndAgain", testMigrate},
 		{"MigrateRefusesNewerSchema", testSchemaTooNew},
 		{"InsertDefaults", testInsertDefaults},
@@ -64,6 +68,7 @@ func Run(t *testing.T, h Harness) {
 		{"IdempotentBatchOfACompletedKey", testCompletedKeyTwiceInBatch},
 		{"InsertInCallersTransaction", testTransactional},
 	}
+	cases = append(cases, lifecycleCases()...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -1,0 +1,62 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/weirhq/weir/internal/testenv"
+)
+
+// Claim's subquery must read weir_jobs_claim, a partial index, in the
+// claim's order: its state test has to imply the index's predicate, and
+// its ORDER BY has to follow the index's columns. Sequential scans are
+// off so that the planner's choice on a small table cannot hide a query
+// that no longer fits the index.
+func TestClaimReadsTheClaimIndexInOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, Config{URL: testenv.Postgres(t), Schema: "weirtest_" + hex.EncodeToString(b), MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	t.Cleanup(func() {
+		if _, err := s.pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{s.schema}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", s.schema, err)
+		}
+	})
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 21, 15, 30, 0, 0, time.UTC)
+	rows, err := tx.Query(ctx, "EXPLAIN (COSTS OFF) "+s.sql.claim, now, "default", 10, "w", now.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := strings.Join(lines, "\n")
+	if !strings.Contains(plan, "Index Scan using weir_jobs_claim") || strings.Contains(plan, "Sort") {
+		t.Fatalf("claim does not read weir_jobs_claim in order:\n%s", plan)
+	}
+}

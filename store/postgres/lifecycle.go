@@ -1,0 +1,571 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/weirtype"
+)
+
+// lifecycleQueries are the statements of a job's life after its insert.
+// Each is one statement, so that on the pool it is a transaction of its
+// own without a BEGIN and a COMMIT: a write that spans two tables (a job
+// abandoned with its dead letter) is one statement with data-modifying
+// CTEs.
+type lifecycleQueries struct {
+	claim, heartbeat, complete, failRetry, failAbandon, snooze, cancel, jobLease string
+	rescue, release, getDeadLetter                                               string
+}
+
+// deadLetterColumns are the columns scanDeadLetter reads, in its order.
+const deadLetterColumns = `id, job_id, kind, queue, source, idempotency_key, payload, attempts,
+	last_error, error_type, reason, errors, job_created_at, failed_at`
+
+// dropLease is the SET list that drops a job's lease.
+const dropLease = `lease_owner = '', lease_expires_at = NULL`
+
+// held is the guard of a write by the worker that holds the job: $1 is the
+// job's id, $2 the worker.
+const held = `id = $1 AND state = 'running' AND lease_owner = $2`
+
+func newLifecycleQueries(schema string) lifecycleQueries {
+	jobs := schema + `.weir_jobs`
+	letters := schema + `.weir_dead_letters`
+	insertLetter := `INSERT INTO ` + letters + ` (job_id, kind, queue, source, idempotency_key, payload,
+		attempts, last_error, error_type, reason, errors, job_created_at, failed_at)`
+	return lifecycleQueries{
+		// The subquery reads weir_jobs_claim in the claim's order (queue
+		// is fixed, then priority DESC, scheduled_at, id), stops at the
+		// limit, and skips the rows another claim has locked; a row
+		// another claim took and committed since this statement's
+		// snapshot is re-checked when it is locked, and dropped. The
+		// state test implies the index's predicate, which lets the
+		// planner use it.
+		claim: `UPDATE ` + jobs + ` SET
+	state = 'running',
+	attempt = attempt + 1,
+	attempted_at = $1::timestamptz,
+	updated_at = $1::timestamptz,
+	lease_owner = $4,
+	lease_expires_at = $5::timestamptz
+WHERE id IN (
+	SELECT id FROM ` + jobs + `
+	WHERE queue = $2
+		AND (state = 'available' OR (state = 'scheduled' AND scheduled_at <= $1::timestamptz))
+	ORDER BY priority DESC, scheduled_at, id
+	LIMIT $3
+	FOR UPDATE SKIP LOCKED)
+RETURNING ` + jobColumns,
+		heartbeat: `UPDATE ` + jobs + ` SET lease_expires_at = $4::timestamptz, updated_at = $3::timestamptz
+WHERE id = ANY($1::bigint[]) AND state = 'running' AND lease_owner = $2
+RETURNING id`,
+		complete: `UPDATE ` + jobs + ` SET state = 'completed', finalized_at = $3::timestamptz, updated_at = $3::timestamptz, ` + dropLease + `
+WHERE ` + held + `
+RETURNING ` + jobColumns,
+		failRetry: `UPDATE ` + jobs + ` SET
+	state = $6,
+	scheduled_at = $5::timestamptz,
+	updated_at = $3::timestamptz,
+	` + dropLease + `,
+	errors = errors || jsonb_build_array($4::jsonb)
+WHERE ` + held + `
+RETURNING ` + jobColumns,
+		// The job and its dead letter, in one statement: the INSERT reads
+		// the row the UPDATE returns, errors with the new one appended.
+		failAbandon: `WITH job AS (
+	UPDATE ` + jobs + ` SET
+		state = 'dead',
+		finalized_at = $3::timestamptz,
+		updated_at = $3::timestamptz,
+		` + dropLease + `,
+		errors = errors || jsonb_build_array($4::jsonb)
+	WHERE ` + held + `
+	RETURNING ` + jobColumns + `
+), letter AS (
+	` + insertLetter + `
+	SELECT id, kind, queue, source, idempotency_key, payload,
+		attempt, $5::text, $6::text, $7::text, errors, created_at, $3::timestamptz
+	FROM job
+)
+SELECT ` + jobColumns + ` FROM job`,
+		snooze: `UPDATE ` + jobs + ` SET
+	state = 'scheduled',
+	scheduled_at = $4::timestamptz,
+	attempt = greatest(attempt - 1, 0),
+	updated_at = $3::timestamptz,
+	` + dropLease + `
+WHERE ` + held + `
+RETURNING ` + jobColumns,
+		cancel: `UPDATE ` + jobs + ` SET state = 'cancelled', finalized_at = $2::timestamptz, updated_at = $2::timestamptz, ` + dropLease + `
+WHERE id = $1 AND state IN ('available', 'scheduled', 'running')
+RETURNING ` + jobColumns,
+		jobLease: `SELECT state, lease_owner FROM ` + jobs + ` WHERE id = $1`,
+		// Oldest lease first, read from weir_jobs_lease in its order
+		// (no tie-break by id, which would sort), skipping the jobs
+		// another rescuer (or any writer) has locked: two rescuers never
+		// handle one job. A lease that ends at $1 has not expired. The SET expressions read the
+		// row as it was, so the error names the lease's owner and end
+		// and the attempt that did not finish; the dead letters read the
+		// rows as they became, their last error that one.
+		rescue: `WITH expired AS MATERIALIZED (
+	SELECT id FROM ` + jobs + `
+	WHERE state = 'running' AND lease_expires_at < $1::timestamptz
+	ORDER BY lease_expires_at
+	LIMIT $2
+	FOR UPDATE SKIP LOCKED
+), rescued AS (
+	UPDATE ` + jobs + ` AS j SET
+		state = CASE WHEN j.attempt < j.max_attempts THEN 'available' ELSE 'dead' END,
+		scheduled_at = CASE WHEN j.attempt < j.max_attempts THEN $3::timestamptz ELSE j.scheduled_at END,
+		finalized_at = CASE WHEN j.attempt < j.max_attempts THEN NULL ELSE $3::timestamptz END,
+		updated_at = $3::timestamptz,
+		` + dropLease + `,
+		errors = j.errors || jsonb_build_array(jsonb_build_object(
+			'attempt', j.attempt,
+			'at', $4::text,
+			'message', 'lease held by ' || j.lease_owner || ' expired at ' || ` + schema + `.weir_time_text(j.lease_expires_at),
+			'type', '` + weirtype.ErrorTypeLeaseExpired + `'))
+	FROM expired
+	WHERE j.id = expired.id AND j.state = 'running'
+	RETURNING j.id, j.state, j.kind, j.queue, j.source, j.idempotency_key, j.payload, j.attempt, j.errors, j.created_at
+), letters AS (
+	` + insertLetter + `
+	SELECT id, kind, queue, source, idempotency_key, payload,
+		attempt, errors -> -1 ->> 'message', errors -> -1 ->> 'type', '` + string(weirtype.AbandonMaxAttempts) + `',
+		errors, created_at, $3::timestamptz
+	FROM rescued
+	WHERE state = 'dead'
+)
+SELECT id, state = 'dead' FROM rescued ORDER BY id`,
+		release: `UPDATE ` + jobs + ` SET
+	state = 'available',
+	scheduled_at = $1::timestamptz,
+	attempt = CASE WHEN $3::boolean THEN greatest(attempt - 1, 0) ELSE attempt END,
+	updated_at = $1::timestamptz,
+	` + dropLease + `,
+	errors = errors || jsonb_build_array(jsonb_build_object(
+		'attempt', attempt,
+		'at', $4::text,
+		'message', $5::text,
+		'type', '` + weirtype.ErrorTypeReleased + `'))
+WHERE state = 'running' AND lease_owner = $2
+RETURNING id`,
+		getDeadLetter: `SELECT ` + deadLetterColumns + ` FROM ` + letters + ` WHERE id = $1`,
+	}
+}
+
+// querier is what a pool and a transaction both offer.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// run calls fn with the caller's transaction, or with the pool, on which
+// each statement is a transaction of its own. On the pool, a statement that
+// PostgreSQL aborted for a deadlock or a serialization failure changed
+// nothing, and fn runs again, up to maxTxAttempts times.
+func (e executor) run(ctx context.Context, fn func(q querier) error) error {
+	if e.tx != nil {
+		return fn(e.tx)
+	}
+	for attempt := 1; ; attempt++ {
+		err := fn(e.s.pool)
+		if err == nil || attempt >= maxTxAttempts || !retryable(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
+// dbError wraps the error of op. PostgreSQL's data exceptions (class 22:
+// a NUL byte in a text, a time out of range) are the caller's bad
+// parameter, so they also wrap store.ErrInvalid.
+func dbError(op string, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22") {
+		return fmt.Errorf("postgres: %s: %w: %w", op, store.ErrInvalid, err)
+	}
+	return fmt.Errorf("postgres: %s: %w", op, err)
+}
+
+// firstErr returns the first of errs that is not nil: a call with several
+// bad parameters names the first.
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func invalid(op, format string, args ...any) error {
+	return fmt.Errorf("postgres: %s: %w: %s", op, store.ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// checkNow refuses a zero now: the clock was not set.
+func checkNow(op string, now time.Time) error {
+	if now.IsZero() {
+		return invalid(op, "now is the zero time")
+	}
+	return nil
+}
+
+func checkOwner(op, owner string) error {
+	if owner == "" {
+		return invalid(op, "owner is empty")
+	}
+	return nil
+}
+
+func checkLeaseFor(op string, d time.Duration) error {
+	if d <= 0 {
+		return invalid(op, "lease duration %v is not positive", d)
+	}
+	return nil
+}
+
+// knownReason reports whether r is one of weirtype's abandon reasons.
+func knownReason(r weirtype.AbandonReason) bool {
+	switch r {
+	case weirtype.AbandonMaxAttempts, weirtype.AbandonTTL, weirtype.AbandonPermanent, weirtype.AbandonDeadline:
+		return true
+	}
+	return false
+}
+
+// micro is t in UTC, to the microsecond PostgreSQL keeps (rounded down, as
+// pgx sends it).
+func micro(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// microCeil is t in UTC rounded up to the microsecond. For a column c of
+// whole microseconds, c < t exactly when c < microCeil(t), and c >= t
+// exactly when c >= microCeil(t).
+func microCeil(t time.Time) time.Time {
+	m := micro(t)
+	if m.Before(t) {
+		m = m.Add(time.Microsecond)
+	}
+	return m
+}
+
+// timeText is t as encoding/json writes it, which is how the errors column
+// keeps it.
+func timeText(t time.Time) string { return t.Format(time.RFC3339Nano) }
+
+// storable returns s as PostgreSQL can store it in a text or a jsonb: valid
+// UTF-8 without NUL bytes, each bad byte or NUL replaced by U+FFFD. An
+// attempt's error message comes from arbitrary Go errors, and recording a
+// failure must not fail because of its text.
+func storable(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	return strings.ReplaceAll(s, "\x00", "\uFFFD")
+}
+
+// queryJobs runs a statement that returns rows of jobColumns.
+func queryJobs(ctx context.Context, q querier, sql string, args ...any) ([]*weirtype.Job, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var jobs []*weirtype.Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, rows.Err()
+}
+
+// claimOrder orders jobs as Claim takes them: higher priority first, then
+// earlier scheduled time, then lower id.
+func claimOrder(a, b *weirtype.Job) int {
+	if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
+		return c
+	}
+	if c := a.ScheduledAt.Compare(b.ScheduledAt); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.ID, b.ID)
+}
+
+// Claim takes up to p.Limit jobs of p.Queue that may run at p.Now, in one
+// UPDATE … WHERE id IN (SELECT … FOR UPDATE SKIP LOCKED); see
+// store.Executor. The jobs are returned in the order they were claimed.
+func (e executor) Claim(ctx context.Context, p store.ClaimParams) ([]*weirtype.Job, error) {
+	const op = "claim"
+	if p.Queue == "" {
+		p.Queue = store.DefaultQueue
+	}
+	if p.Limit < 1 {
+		return nil, invalid(op, "limit %d is less than 1", p.Limit)
+	}
+	if err := firstErr(checkOwner(op, p.Owner), checkLeaseFor(op, p.LeaseFor), checkNow(op, p.Now)); err != nil {
+		return nil, err
+	}
+	now := micro(p.Now)
+	expires := micro(now.Add(p.LeaseFor))
+	var jobs []*weirtype.Job
+	err := e.run(ctx, func(q querier) error {
+		var err error
+		jobs, err = queryJobs(ctx, q, e.s.sql.claim, now, p.Queue, p.Limit, p.Owner, expires)
+		return err
+	})
+	if err != nil {
+		return nil, dbError(op, err)
+	}
+	// RETURNING comes in no promised order.
+	slices.SortFunc(jobs, claimOrder)
+	return jobs, nil
+}
+
+// Heartbeat extends the leases owner holds on ids, in one statement, and
+// returns the others, in the order of ids; see store.Executor. A lease that
+// has ended but whose job has not been rescued yet is still owner's, and is
+// extended.
+func (e executor) Heartbeat(ctx context.Context, now time.Time, owner string, ids []int64, leaseFor time.Duration) ([]int64, error) {
+	const op = "heartbeat"
+	if err := firstErr(checkOwner(op, owner), checkLeaseFor(op, leaseFor), checkNow(op, now)); err != nil {
+		return nil, err
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	now = micro(now)
+	var kept []int64
+	err := e.run(ctx, func(q querier) error {
+		rows, err := q.Query(ctx, e.s.sql.heartbeat, ids, owner, now, micro(now.Add(leaseFor)))
+		if err != nil {
+			return err
+		}
+		kept, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		return err
+	})
+	if err != nil {
+		return nil, dbError(op, err)
+	}
+	seen := make(map[int64]bool, len(ids))
+	for _, id := range kept {
+		seen[id] = true
+	}
+	var lost []int64
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			lost = append(lost, id)
+		}
+	}
+	return lost, nil
+}
+
+// Complete makes a job owner holds completed; see store.Executor.
+func (e executor) Complete(ctx context.Context, now time.Time, id int64, owner string) (*weirtype.Job, error) {
+	const op = "complete"
+	if err := firstErr(checkOwner(op, owner), checkNow(op, now)); err != nil {
+		return nil, err
+	}
+	return e.held(ctx, op, id, owner, e.s.sql.complete, micro(now))
+}
+
+// Fail records a failed attempt of a job owner holds; see store.Executor.
+// The error's At is kept to the microsecond, in UTC, and its Message and
+// Type with any NUL byte or invalid UTF-8 replaced by U+FFFD, which
+// PostgreSQL cannot store. A zero RetryAt retries at Now.
+func (e executor) Fail(ctx context.Context, p store.FailParams) (*weirtype.Job, error) {
+	const op = "fail"
+	if err := firstErr(checkOwner(op, p.Owner), checkNow(op, p.Now)); err != nil {
+		return nil, err
+	}
+	if p.Abandon != "" && !knownReason(p.Abandon) {
+		return nil, invalid(op, "abandon reason %q is unknown", p.Abandon)
+	}
+	now := micro(p.Now)
+	ae := p.Error
+	ae.At = micro(ae.At)
+	ae.Message = storable(ae.Message)
+	ae.Type = storable(ae.Type)
+	errJSON, err := json.Marshal(ae)
+	if err != nil {
+		// Only a time past year 9999 fails to marshal.
+		return nil, invalid(op, "error: %v", err)
+	}
+	if p.Abandon != "" {
+		return e.held(ctx, op, p.ID, p.Owner, e.s.sql.failAbandon, now, string(errJSON), ae.Message, ae.Type, string(p.Abandon))
+	}
+	retryAt := now
+	if !p.RetryAt.IsZero() {
+		retryAt = micro(p.RetryAt)
+	}
+	state := weirtype.StateAvailable
+	if retryAt.After(now) {
+		state = weirtype.StateScheduled
+	}
+	return e.held(ctx, op, p.ID, p.Owner, e.s.sql.failRetry, now, string(errJSON), retryAt, string(state))
+}
+
+// Snooze puts a job owner holds back to scheduled at until, giving back its
+// attempt; see store.Executor.
+func (e executor) Snooze(ctx context.Context, now time.Time, id int64, owner string, until time.Time) (*weirtype.Job, error) {
+	const op = "snooze"
+	if err := firstErr(checkOwner(op, owner), checkNow(op, now)); err != nil {
+		return nil, err
+	}
+	if until.IsZero() {
+		return nil, invalid(op, "until is the zero time")
+	}
+	return e.held(ctx, op, id, owner, e.s.sql.snooze, micro(now), micro(until))
+}
+
+// held runs sql, a write guarded by the lease, with $1 the job's id, $2
+// the owner and args after them, and returns the job it wrote. When it
+// writes nothing, owner does not hold the job: the error wraps
+// store.ErrLeaseLost, and store.ErrNotFound too when there is no such job.
+func (e executor) held(ctx context.Context, op string, id int64, owner, sql string, args ...any) (*weirtype.Job, error) {
+	var job *weirtype.Job
+	err := e.run(ctx, func(q querier) error {
+		var err error
+		job, err = scanJob(q.QueryRow(ctx, sql, append([]any{id, owner}, args...)...))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return e.leaseLost(ctx, q, op, id, owner)
+		}
+		if err != nil {
+			return dbError(fmt.Sprintf("%s job %d", op, id), err)
+		}
+		return nil
+	})
+	return job, err
+}
+
+// leaseLost says why owner's guarded write of job id wrote nothing. It
+// reads the job after the fact, for the message: it only explains.
+func (e executor) leaseLost(ctx context.Context, q querier, op string, id int64, owner string) error {
+	var state weirtype.State
+	var holder string
+	err := q.QueryRow(ctx, e.s.sql.jobLease, id).Scan(&state, &holder)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("postgres: %s job %d by %s: %w: %w", op, id, owner, store.ErrNotFound, store.ErrLeaseLost)
+	case err != nil:
+		return dbError(fmt.Sprintf("%s job %d", op, id), err)
+	case state == weirtype.StateRunning:
+		return fmt.Errorf("postgres: %s job %d by %s: held by %s: %w", op, id, owner, holder, store.ErrLeaseLost)
+	default:
+		return fmt.Errorf("postgres: %s job %d by %s: job is %s: %w", op, id, owner, state, store.ErrLeaseLost)
+	}
+}
+
+// Cancel makes a job that is not final cancelled; see store.Executor.
+func (e executor) Cancel(ctx context.Context, now time.Time, id int64) (*weirtype.Job, error) {
+	const op = "cancel"
+	if err := checkNow(op, now); err != nil {
+		return nil, err
+	}
+	now = micro(now)
+	var job *weirtype.Job
+	err := e.run(ctx, func(q querier) error {
+		// The UPDATE writes nothing for a final job or a missing one; the
+		// read after it tells which. A job the read finds not final was
+		// made so in between (a dead letter requeued): try again.
+		for range maxTxAttempts {
+			var err error
+			job, err = scanJob(q.QueryRow(ctx, e.s.sql.cancel, id, now))
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			var state weirtype.State
+			var holder string
+			err = q.QueryRow(ctx, e.s.sql.jobLease, id).Scan(&state, &holder)
+			switch {
+			case errors.Is(err, pgx.ErrNoRows):
+				return fmt.Errorf("job %d: %w", id, store.ErrNotFound)
+			case err != nil:
+				return err
+			case state.Final():
+				return fmt.Errorf("job %d is %s: %w", id, state, store.ErrFinal)
+			}
+		}
+		return fmt.Errorf("job %d kept changing state", id)
+	})
+	if err != nil {
+		return nil, dbError(op, err)
+	}
+	return job, nil
+}
+
+// RescueExpired takes up to limit running jobs whose lease ended before
+// now, in one statement; see store.Executor. The error recorded for each
+// is of type lease_expired, with the message "lease held by <owner>
+// expired at <RFC 3339 time>". Both lists are in id order.
+func (e executor) RescueExpired(ctx context.Context, now time.Time, limit int) (rescued, dead []int64, err error) {
+	const op = "rescue expired leases"
+	if limit < 1 {
+		return nil, nil, invalid(op, "limit %d is less than 1", limit)
+	}
+	if err := checkNow(op, now); err != nil {
+		return nil, nil, err
+	}
+	at := micro(now)
+	err = e.run(ctx, func(q querier) error {
+		rescued, dead = nil, nil
+		rows, err := q.Query(ctx, e.s.sql.rescue, microCeil(now), limit, at, timeText(at))
+		if err != nil {
+			return err
+		}
+		var id int64
+		var isDead bool
+		_, err = pgx.ForEachRow(rows, []any{&id, &isDead}, func() error {
+			if isDead {
+				dead = append(dead, id)
+			} else {
+				rescued = append(rescued, id)
+			}
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, nil, dbError(op, err)
+	}
+	return rescued, dead, nil
+}
+
+// ReleaseOwned makes every running job owner holds available at now; see
+// store.Executor. The ids are in ascending order.
+func (e executor) ReleaseOwned(ctx context.Context, now time.Time, owner string, giveBack bool) ([]int64, error) {
+	const op = "release owned jobs"
+	if err := firstErr(checkOwner(op, owner), checkNow(op, now)); err != nil {
+		return nil, err
+	}
+	now = micro(now)
+	msg := "released by " + owner + "; the attempt counts"
+	if giveBack {
+		msg = "released by " + owner + "; the attempt is given back"
+	}
+	var ids []int64
+	err := e.run(ctx, func(q querier) error {
+		rows, err := q.Query(ctx, e.s.sql.release, now, owner, giveBack, timeText(now), storable(msg))
+		if err != nil {
+			return err
+		}
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		return err
+	})
+	if err != nil {
+		return nil, dbError(op, err)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}

@@ -1,0 +1,350 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/weirhq/weir/internal/testenv"
+	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/store/postgres"
+	"github.com/weirhq/weir/weirtype"
+)
+
+func claimAt(t *testing.T, ex store.Executor, at time.Time, queue, owner string, limit int, leaseFor time.Duration) []*weirtype.Job {
+	t.Helper()
+	jobs, err := ex.Claim(context.Background(), store.ClaimParams{Now: at, Queue: queue, Limit: limit, Owner: owner, LeaseFor: leaseFor})
+	if err != nil {
+		t.Fatalf("claim: %v", err)
+	}
+	return jobs
+}
+
+// The error a rescue records, written by the database, reads as weir
+// writes errors: the lease's owner and end in RFC 3339, the time in the
+// form encoding/json gives it, so that it compares equal field by field.
+func TestRescueRecordsTheExpiredLease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := migrated(t)
+	ex := s.Executor()
+	retry := insert(t, ex, store.InsertParams{Kind: "k", Queue: "a", MaxAttempts: 2}).Job
+	spent := insert(t, ex, store.InsertParams{Kind: "extract", Queue: "b", MaxAttempts: 1, Source: "in/x.txt", IdempotencyKey: "x"}).Job
+	claimAt(t, ex, now, "a", "w1", 1, 1500*time.Millisecond)
+	claimAt(t, ex, now, "b", "w2", 1, time.Minute+250*time.Microsecond)
+
+	at := now.Add(time.Hour + 123456*time.Microsecond)
+	rescued, dead, err := ex.RescueExpired(ctx, at, 10)
+	if err != nil || !slices.Equal(rescued, []int64{retry.ID}) || !slices.Equal(dead, []int64{spent.ID}) {
+		t.Fatalf("rescue: %v %v %v", rescued, dead, err)
+	}
+	want := weirtype.AttemptError{Attempt: 1, At: at, Message: "lease held by w1 expired at 2026-01-21T15:30:01.5Z", Type: weirtype.ErrorTypeLeaseExpired}
+	got, err := ex.GetJob(ctx, retry.ID)
+	if err != nil || len(got.Errors) != 1 || got.Errors[0] != want {
+		t.Fatalf("rescued job's errors %+v, %v; want [%+v]", got.Errors, err, want)
+	}
+	if got.State != weirtype.StateAvailable || !got.ScheduledAt.Equal(at) || !got.UpdatedAt.Equal(at) || !got.LeaseExpiresAt.IsZero() {
+		t.Fatalf("rescued job %+v", *got)
+	}
+
+	wantDead := weirtype.AttemptError{Attempt: 1, At: at, Message: "lease held by w2 expired at 2026-01-21T15:31:00.00025Z", Type: weirtype.ErrorTypeLeaseExpired}
+	dls, err := ex.ListDeadLetters(ctx, store.DeadLetterFilter{})
+	if err != nil || len(dls) != 1 {
+		t.Fatalf("dead letters %+v, %v", dls, err)
+	}
+	dl := dls[0]
+	if dl.JobID != spent.ID || dl.Kind != "extract" || dl.Queue != "b" || dl.Source != "in/x.txt" || dl.IdempotencyKey != "x" ||
+		dl.Attempts != 1 || dl.LastError != wantDead.Message || dl.ErrorType != weirtype.ErrorTypeLeaseExpired ||
+		dl.Reason != weirtype.AbandonMaxAttempts || len(dl.Errors) != 1 || dl.Errors[0] != wantDead ||
+		!dl.JobCreatedAt.Equal(now) || !dl.FailedAt.Equal(at) {
+		t.Fatalf("dead letter %+v", *dl)
+	}
+}
+
+// Rescuers that run at once never handle one job twice: each expired job
+// is rescued once, with one error recorded.
+func TestConcurrentRescueHandlesEachJobOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := migrated(t)
+	const jobs, rescuers = 120, 4
+	batch := make([]store.InsertParams, jobs)
+	for i := range batch {
+		batch[i] = store.InsertParams{Kind: "k", MaxAttempts: 1 + i%2}
+	}
+	if _, err := s.Executor().Insert(ctx, now, batch); err != nil {
+		t.Fatal(err)
+	}
+	if got := claimAt(t, s.Executor(), now, store.DefaultQueue, "w", jobs, time.Second); len(got) != jobs {
+		t.Fatalf("claimed %d jobs, want %d", len(got), jobs)
+	}
+	var (
+		mu   sync.Mutex
+		seen = map[int64]int{}
+		errs []error
+		wg   sync.WaitGroup
+	)
+	for range rescuers {
+		wg.Go(func() {
+			for {
+				rescued, dead, err := s.Executor().RescueExpired(ctx, now.Add(time.Minute), 7)
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, err)
+				}
+				for _, id := range append(rescued, dead...) {
+					seen[id]++
+				}
+				mu.Unlock()
+				if err != nil || len(rescued)+len(dead) == 0 {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("%d rescues failed, first: %v", len(errs), errs[0])
+	}
+	if len(seen) != jobs {
+		t.Fatalf("%d jobs rescued, want %d", len(seen), jobs)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("job %d rescued %d times", id, n)
+		}
+	}
+	if n := queryInt(t, s, "SELECT count(*) FROM weir_jobs WHERE jsonb_array_length(errors) <> 1"); n != 0 {
+		t.Fatalf("%d jobs without exactly one error recorded", n)
+	}
+	if n := queryInt(t, s, "SELECT count(*) FROM weir_dead_letters"); n != jobs/2 {
+		t.Fatalf("%d dead letters, want %d", n, jobs/2)
+	}
+}
+
+// A worker's error text is arbitrary: a NUL byte or invalid UTF-8, which
+// PostgreSQL cannot store, must not keep the failure from being recorded.
+func TestFailRecordsTextPostgresCannotStore(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := migrated(t)
+	ex := s.Executor()
+	for i, abandon := range []weirtype.AbandonReason{"", weirtype.AbandonPermanent} {
+		queue := fmt.Sprint("q", i)
+		j := insert(t, ex, store.InsertParams{Kind: "k", Queue: queue}).Job
+		claimAt(t, ex, now, queue, "w", 1, time.Minute)
+		got, err := ex.Fail(ctx, store.FailParams{Now: now, ID: j.ID, Owner: "w", RetryAt: now, Abandon: abandon,
+			Error: weirtype.AttemptError{Attempt: 1, At: now, Message: "bad\x00byte \xff", Type: "*T\x00"}})
+		if err != nil {
+			t.Fatalf("fail (abandon %q): %v", abandon, err)
+		}
+		want := weirtype.AttemptError{Attempt: 1, At: now, Message: "bad\uFFFDbyte \uFFFD", Type: "*T\uFFFD"}
+		if len(got.Errors) != 1 || got.Errors[0] != want {
+			t.Fatalf("errors %+v, want [%+v]", got.Errors, want)
+		}
+	}
+	dls, err := ex.ListDeadLetters(ctx, store.DeadLetterFilter{})
+	if err != nil || len(dls) != 1 || dls[0].LastError != "bad\uFFFDbyte \uFFFD" || dls[0].ErrorType != "*T\uFFFD" {
+		t.Fatalf("dead letters %+v, %v", dls, err)
+	}
+}
+
+// The lifecycle runs in a caller's transaction, whose search_path need not
+// name weir's schema, and commits or rolls back with it.
+func TestLifecycleInCallersTransaction(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := migrated(t)
+	j := insert(t, s.Executor(), store.InsertParams{Kind: "k", MaxAttempts: 1}).Job
+
+	inTx := func(commit bool, fn func(ex store.Executor)) {
+		t.Helper()
+		tx, err := s.Pool().Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback(ctx) }()
+		if _, err := tx.Exec(ctx, "SET LOCAL search_path TO pg_catalog"); err != nil {
+			t.Fatal(err)
+		}
+		fn(s.Tx(tx))
+		if commit {
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Claimed, lost, rescued to a dead letter, listed: then rolled back.
+	inTx(false, func(ex store.Executor) {
+		if got := claimAt(t, ex, now, store.DefaultQueue, "w", 1, time.Second); len(got) != 1 {
+			t.Fatalf("claimed %d jobs", len(got))
+		}
+		if _, dead, err := ex.RescueExpired(ctx, now.Add(time.Minute), 10); err != nil || !slices.Equal(dead, []int64{j.ID}) {
+			t.Fatalf("rescue in the transaction: %v, %v", dead, err)
+		}
+		if dls, err := ex.ListDeadLetters(ctx, store.DeadLetterFilter{}); err != nil || len(dls) != 1 {
+			t.Fatalf("dead letters in the transaction: %v, %v", dls, err)
+		}
+	})
+	if got, err := s.Executor().GetJob(ctx, j.ID); err != nil || got.State != weirtype.StateAvailable || got.Attempt != 0 || len(got.Errors) != 0 {
+		t.Fatalf("after rollback: %+v, %v", got, err)
+	}
+	if n := queryInt(t, s, "SELECT count(*) FROM weir_dead_letters"); n != 0 {
+		t.Fatalf("%d dead letters after rollback", n)
+	}
+	// Committed: claimed, rescued to a dead letter, requeued, claimed
+	// again, abandoned, purged.
+	later := now.Add(time.Hour)
+	inTx(true, func(ex store.Executor) {
+		claimAt(t, ex, now, store.DefaultQueue, "w", 1, time.Second)
+		if lost, err := ex.Heartbeat(ctx, now, "w", []int64{j.ID}, time.Second); err != nil || len(lost) != 0 {
+			t.Fatalf("heartbeat: %v, %v", lost, err)
+		}
+		if _, _, err := ex.RescueExpired(ctx, now.Add(time.Minute), 10); err != nil {
+			t.Fatal(err)
+		}
+		if ids, err := ex.RequeueDeadLetters(ctx, later, store.DeadLetterFilter{}); err != nil || !slices.Equal(ids, []int64{j.ID}) {
+			t.Fatalf("requeue: %v, %v", ids, err)
+		}
+		claimAt(t, ex, later, store.DefaultQueue, "w", 1, time.Second)
+		if _, err := ex.Fail(ctx, store.FailParams{Now: later, ID: j.ID, Owner: "w", Error: weirtype.AttemptError{Attempt: 1, At: later, Message: "x"}, Abandon: weirtype.AbandonTTL}); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := ex.PurgeDeadLetters(ctx, store.DeadLetterFilter{Reason: weirtype.AbandonTTL}); err != nil || n != 1 {
+			t.Fatalf("purge: %d, %v", n, err)
+		}
+	})
+	if _, err := s.Executor().GetJob(ctx, j.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the purged job after commit: %v", err)
+	}
+}
+
+// Bad parameters are refused, naming the field, before anything is
+// written.
+func TestLifecycleRefusesBadParams(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ex := migrated(t).Executor()
+	ok := store.ClaimParams{Now: now, Limit: 1, Owner: "w", LeaseFor: time.Second}
+	calls := map[string]func() error{
+		"claim lease 0": func() error { p := ok; p.LeaseFor = 0; _, err := ex.Claim(ctx, p); return err },
+		"claim no now":  func() error { p := ok; p.Now = time.Time{}; _, err := ex.Claim(ctx, p); return err },
+		"heartbeat no owner": func() error {
+			_, err := ex.Heartbeat(ctx, now, "", []int64{1}, time.Second)
+			return err
+		},
+		"complete no owner": func() error { _, err := ex.Complete(ctx, now, 1, ""); return err },
+		"fail unknown reason": func() error {
+			_, err := ex.Fail(ctx, store.FailParams{Now: now, ID: 1, Owner: "w", Abandon: "bored"})
+			return err
+		},
+		"snooze no until":      func() error { _, err := ex.Snooze(ctx, now, 1, "w", time.Time{}); return err },
+		"cancel no now":        func() error { _, err := ex.Cancel(ctx, time.Time{}, 1); return err },
+		"rescue limit 0":       func() error { _, _, err := ex.RescueExpired(ctx, now, 0); return err },
+		"release no owner":     func() error { _, err := ex.ReleaseOwned(ctx, now, "", true); return err },
+		"list negative limit":  func() error { _, err := ex.ListDeadLetters(ctx, store.DeadLetterFilter{Limit: -1}); return err },
+		"list unknown reason":  func() error { _, err := ex.ListDeadLetters(ctx, store.DeadLetterFilter{Reason: "bored"}); return err },
+		"requeue no now":       func() error { _, err := ex.RequeueDeadLetters(ctx, time.Time{}, store.DeadLetterFilter{}); return err },
+		"purge unknown reason": func() error { _, err := ex.PurgeDeadLetters(ctx, store.DeadLetterFilter{Reason: "bored"}); return err },
+		"owner with a NUL": func() error {
+			_, err := ex.Complete(ctx, now, 1, "w\x00")
+			return err
+		},
+	}
+	for name, call := range calls {
+		if err := call(); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+	}
+}
+
+// failed_at keeps whole microseconds; a bound between two of them still
+// splits exactly: before is strictly earlier, after is at or later.
+func TestDeadLetterTimeBoundsAreExact(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := migrated(t)
+	ex := s.Executor()
+	j := insert(t, ex, store.InsertParams{Kind: "k"}).Job
+	claimAt(t, ex, now, store.DefaultQueue, "w", 1, time.Second)
+	if _, err := ex.Fail(ctx, store.FailParams{Now: now, ID: j.ID, Owner: "w", Abandon: weirtype.AbandonPermanent}); err != nil {
+		t.Fatal(err)
+	}
+	count := func(f store.DeadLetterFilter) int {
+		dls, err := ex.ListDeadLetters(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(dls)
+	}
+	for _, c := range []struct {
+		name string
+		f    store.DeadLetterFilter
+		want int
+	}{
+		{"before failed_at", store.DeadLetterFilter{FailedBefore: now}, 0},
+		{"before failed_at+1ns", store.DeadLetterFilter{FailedBefore: now.Add(time.Nanosecond)}, 1},
+		{"after failed_at", store.DeadLetterFilter{FailedAfter: now}, 1},
+		{"after failed_at+1ns", store.DeadLetterFilter{FailedAfter: now.Add(time.Nanosecond)}, 0},
+		{"after failed_at-1ns", store.DeadLetterFilter{FailedAfter: now.Add(-time.Nanosecond)}, 1},
+	} {
+		if got := count(c.f); got != c.want {
+			t.Errorf("%s: %d dead letters, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// BenchmarkClaimComplete is a worker's hot path: claim 10 jobs, complete
+// each. Jobs are inserted, 1000 at a time, with the timer stopped.
+func BenchmarkClaimComplete(b *testing.B) {
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, postgres.Config{URL: testenv.Postgres(b), Schema: fmt.Sprint("weirbench_", time.Now().UnixNano())})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	b.Cleanup(func() {
+		if _, err := s.Pool().Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{s.Schema()}.Sanitize()+" CASCADE"); err != nil {
+			b.Errorf("drop schema %s: %v", s.Schema(), err)
+		}
+	})
+	if _, err := s.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	const claimSize, refill = 10, 1000
+	batch := make([]store.InsertParams, refill)
+	for i := range batch {
+		batch[i] = store.InsertParams{Kind: "k", Payload: []byte(`{"doc":"a.txt"}`)}
+	}
+	ex := s.Executor()
+	b.ReportAllocs()
+	left, done := 0, 0
+	for b.Loop() {
+		if left < claimSize {
+			b.StopTimer()
+			if _, err := ex.Insert(ctx, now, batch); err != nil {
+				b.Fatal(err)
+			}
+			left += refill
+			b.StartTimer()
+		}
+		jobs, err := ex.Claim(ctx, store.ClaimParams{Now: now, Limit: claimSize, Owner: "bench", LeaseFor: time.Minute})
+		if err != nil || len(jobs) != claimSize {
+			b.Fatalf("claimed %d jobs, %v", len(jobs), err)
+		}
+		for _, j := range jobs {
+			if _, err := ex.Complete(ctx, now, j.ID, "bench"); err != nil {
+				b.Fatal(err)
+			}
+		}
+		left -= claimSize
+		done += claimSize
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(done), "ns/job")
+}

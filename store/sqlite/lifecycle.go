@@ -1,0 +1,546 @@
+package sqlite
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/weirtype"
+)
+
+// The job lifecycle: claim, heartbeat, complete, fail, snooze, cancel,
+// rescue and release.
+//
+// Every write runs in a write transaction on the single write connection
+// (or in the caller's transaction on it), so writes never interleave: a
+// statement that selects jobs and updates them is atomic without row locks.
+// The writes a worker makes to a job it holds (Complete, Fail, Snooze) are
+// guarded in their single UPDATE by state = 'running' AND lease_owner = the
+// worker: a job rescued, released or cancelled meanwhile is not touched and
+// the worker gets store.ErrLeaseLost.
+
+// claimJobs takes up to ?5 jobs of queue ?4 at time ?1 for owner ?2 until
+// ?3. Each arm of the UNION walks the claim index (state, queue, priority
+// DESC, scheduled_at, id) in order and stops at the limit, so a claim reads
+// at most twice the limit of index entries (plus scheduled jobs not yet due
+// that outrank due ones) however long the queue is; one query with
+// "state = 'available' OR state = 'scheduled'" would sort every waiting job
+// of the queue instead.
+const claimJobs = `UPDATE weir_jobs SET
+	state = 'running', attempt = attempt + 1, attempted_at = ?1, updated_at = ?1, lease_owner = ?2, lease_expires_at = ?3
+	WHERE id IN (
+		SELECT id FROM (
+			SELECT id, priority, scheduled_at FROM (
+				SELECT id, priority, scheduled_at FROM weir_jobs
+				WHERE state = 'available' AND queue = ?4
+				ORDER BY priority DESC, scheduled_at, id LIMIT ?5)
+			UNION ALL
+			SELECT id, priority, scheduled_at FROM (
+				SELECT id, priority, scheduled_at FROM weir_jobs
+				WHERE state = 'scheduled' AND queue = ?4 AND scheduled_at <= ?1
+				ORDER BY priority DESC, scheduled_at, id LIMIT ?5))
+		ORDER BY priority DESC, scheduled_at, id LIMIT ?5)
+	RETURNING ` + jobColumns
+
+// Claim takes up to p.Limit jobs of p.Queue in one UPDATE ... RETURNING and
+// returns them in claim order: higher priority first, then earlier
+// ScheduledAt, then lower id. As store.Executor says, an available job is
+// taken whatever its ScheduledAt (a requeue, or a clock that differs
+// between processes, can leave it after p.Now); a scheduled one only once
+// its ScheduledAt is not after p.Now.
+func (e executor) Claim(ctx context.Context, p store.ClaimParams) ([]*weirtype.Job, error) {
+	if p.Queue == "" {
+		p.Queue = store.DefaultQueue
+	}
+	if err := checkClaim(p); err != nil {
+		return nil, fmt.Errorf("claim jobs: %w", err)
+	}
+	var jobs []*weirtype.Job
+	err := e.write(ctx, func(tx *sql.Tx) error {
+		rows, err := e.s.stmts.query(ctx, tx, claimJobs,
+			encodeTime(p.Now), p.Owner, encodeTime(p.Now.Add(p.LeaseFor)), p.Queue, p.Limit)
+		if err != nil {
+			return err
+		}
+		jobs, err = scanJobs(rows, min(p.Limit, 100))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim jobs of queue %q: %w", p.Queue, err)
+	}
+	// RETURNING gives the rows in no promised order.
+	slices.SortFunc(jobs, func(a, b *weirtype.Job) int {
+		return cmp.Or(
+			cmp.Compare(b.Priority, a.Priority),
+			a.ScheduledAt.Compare(b.ScheduledAt),
+			cmp.Compare(a.ID, b.ID))
+	})
+	return jobs, nil
+}
+
+func checkClaim(p store.ClaimParams) error {
+	switch {
+	case p.Limit < 1:
+		return fmt.Errorf("%w: limit %d is less than 1", store.ErrInvalid, p.Limit)
+	case p.Owner == "":
+		return fmt.Errorf("%w: owner is empty", store.ErrInvalid)
+	case p.LeaseFor <= 0:
+		return fmt.Errorf("%w: lease-for %v is not positive", store.ErrInvalid, p.LeaseFor)
+	}
+	if err := checkNow(p.Now); err != nil {
+		return err
+	}
+	return checkTime("lease expiry", p.Now.Add(p.LeaseFor))
+}
+
+// scanJobs reads and closes rows of jobColumns.
+func scanJobs(rows *sql.Rows, capacity int) ([]*weirtype.Job, error) {
+	defer rows.Close()
+	jobs := make([]*weirtype.Job, 0, capacity)
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, rows.Err()
+}
+
+// scanIDs reads and closes rows of one integer column.
+func scanIDs(rows *sql.Rows) ([]int64, error) {
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// idList is ids as a JSON array, for "id IN (SELECT value FROM
+// json_each(?))": one parameter however many ids, so no statement meets
+// SQLite's limit on parameters, and one statement text to cache.
+func idList(ids []int64) string {
+	b := make([]byte, 0, 2+len(ids)*8)
+	b = append(b, '[')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
+	}
+	return string(append(b, ']'))
+}
+
+func checkOwner(owner string) error {
+	if owner == "" {
+		return fmt.Errorf("%w: owner is empty", store.ErrInvalid)
+	}
+	return nil
+}
+
+const heartbeatJobs = `UPDATE weir_jobs SET lease_expires_at = ?
+	WHERE id IN (SELECT value FROM json_each(?)) AND state = 'running' AND lease_owner = ?
+	RETURNING id`
+
+// Heartbeat extends the leases owner holds on ids in one UPDATE, and
+// returns the others (each once, in the order of ids). It changes only
+// lease_expires_at: UpdatedAt says when the job last changed state.
+func (e executor) Heartbeat(ctx context.Context, now time.Time, owner string, ids []int64, leaseFor time.Duration) ([]int64, error) {
+	err := checkOwner(owner)
+	if err == nil && leaseFor <= 0 {
+		err = fmt.Errorf("%w: lease-for %v is not positive", store.ErrInvalid, leaseFor)
+	}
+	if err == nil {
+		err = checkNow(now)
+	}
+	if err == nil {
+		err = checkTime("lease expiry", now.Add(leaseFor))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat: %w", err)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var held []int64
+	err = e.write(ctx, func(tx *sql.Tx) error {
+		rows, err := e.s.stmts.query(ctx, tx, heartbeatJobs, encodeTime(now.Add(leaseFor)), idList(ids), owner)
+		if err != nil {
+			return err
+		}
+		held, err = scanIDs(rows)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat of %s: %w", owner, err)
+	}
+	if len(held) == len(ids) {
+		return nil, nil
+	}
+	seen := make(map[int64]bool, len(ids))
+	for _, id := range held {
+		seen[id] = true
+	}
+	var lost []int64
+	for _, id := range ids {
+		if !seen[id] {
+			lost = append(lost, id)
+			seen[id] = true
+		}
+	}
+	return lost, nil
+}
+
+// guarded runs query, an UPDATE of one job guarded by "id = ? AND state =
+// 'running' AND lease_owner = ?" and returning jobColumns, in tx. It
+// returns an error wrapping store.ErrLeaseLost when the job is not running
+// held by owner, or does not exist.
+func (e executor) guarded(ctx context.Context, tx *sql.Tx, query string, id int64, owner string, args ...any) (*weirtype.Job, error) {
+	job, err := scanJob(e.s.stmts.queryRow(ctx, tx, query, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %s does not hold job %d", store.ErrLeaseLost, owner, id)
+	}
+	return job, err
+}
+
+const completeJob = `UPDATE weir_jobs SET
+	state = 'completed', finalized_at = ?1, updated_at = ?1, lease_owner = '', lease_expires_at = NULL
+	WHERE id = ?2 AND state = 'running' AND lease_owner = ?3
+	RETURNING ` + jobColumns
+
+// Complete makes the job owner holds completed. For a job owner does not
+// hold, or a missing one, it returns an error wrapping store.ErrLeaseLost.
+func (e executor) Complete(ctx context.Context, now time.Time, id int64, owner string) (*weirtype.Job, error) {
+	err := checkOwner(owner)
+	if err == nil {
+		err = checkNow(now)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("complete job %d: %w", id, err)
+	}
+	var job *weirtype.Job
+	err = e.write(ctx, func(tx *sql.Tx) (err error) {
+		job, err = e.guarded(ctx, tx, completeJob, id, owner, encodeTime(now), id, owner)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("complete job %d: %w", id, err)
+	}
+	return job, nil
+}
+
+// retryJob and abandonJob append the attempt's error ?4 (JSON) to the
+// job's errors.
+const (
+	retryJob = `UPDATE weir_jobs SET
+		state = ?5, scheduled_at = ?6, updated_at = ?1, lease_owner = '', lease_expires_at = NULL,
+		errors = json_insert(errors, '$[#]', json(?4))
+		WHERE id = ?2 AND state = 'running' AND lease_owner = ?3
+		RETURNING ` + jobColumns
+	abandonJob = `UPDATE weir_jobs SET
+		state = 'dead', finalized_at = ?1, updated_at = ?1, lease_owner = '', lease_expires_at = NULL,
+		errors = json_insert(errors, '$[#]', json(?4))
+		WHERE id = ?2 AND state = 'running' AND lease_owner = ?3
+		RETURNING ` + jobColumns
+)
+
+// Fail records the failed attempt of the job p.Owner holds: retried at
+// p.RetryAt, or, with p.Abandon, dead with its dead letter written in the
+// same transaction. A zero p.Error.At is taken as p.Now; the error's time
+// is kept, like every time, in UTC to the microsecond. For a job p.Owner
+// does not hold, or a missing one, it returns an error wrapping
+// store.ErrLeaseLost.
+func (e executor) Fail(ctx context.Context, p store.FailParams) (*weirtype.Job, error) {
+	if err := checkFail(p); err != nil {
+		return nil, fmt.Errorf("fail job %d: %w", p.ID, err)
+	}
+	ae := p.Error
+	if ae.At.IsZero() {
+		ae.At = p.Now
+	}
+	ae.At = storedTime(ae.At)
+	b, err := json.Marshal(ae)
+	if err != nil {
+		return nil, fmt.Errorf("fail job %d: %w", p.ID, err)
+	}
+	var job *weirtype.Job
+	err = e.write(ctx, func(tx *sql.Tx) (err error) {
+		if p.Abandon == "" {
+			if p.RetryAt.IsZero() { // a zero retry time retries at once
+				p.RetryAt = p.Now
+			}
+			state := weirtype.StateScheduled
+			if !p.RetryAt.After(p.Now) {
+				state = weirtype.StateAvailable
+			}
+			job, err = e.guarded(ctx, tx, retryJob, p.ID, p.Owner,
+				encodeTime(p.Now), p.ID, p.Owner, string(b), string(state), encodeTime(p.RetryAt))
+			return err
+		}
+		job, err = e.guarded(ctx, tx, abandonJob, p.ID, p.Owner, encodeTime(p.Now), p.ID, p.Owner, string(b))
+		if err != nil {
+			return err
+		}
+		return e.insertDeadLetters(ctx, tx, p.Now, p.Abandon, []int64{p.ID})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fail job %d: %w", p.ID, err)
+	}
+	return job, nil
+}
+
+func checkFail(p store.FailParams) error {
+	if err := checkOwner(p.Owner); err != nil {
+		return err
+	}
+	if err := checkNow(p.Now); err != nil {
+		return err
+	}
+	if err := checkTime("error at", p.Error.At); err != nil {
+		return err
+	}
+	if p.Abandon != "" {
+		return checkReason(p.Abandon)
+	}
+	if p.RetryAt.IsZero() {
+		return nil // retry at once
+	}
+	return checkTime("retry at", p.RetryAt)
+}
+
+// checkReason returns an error wrapping store.ErrInvalid when r is not one
+// of weirtype's abandon reasons.
+func checkReason(r weirtype.AbandonReason) error {
+	switch r {
+	case weirtype.AbandonMaxAttempts, weirtype.AbandonTTL, weirtype.AbandonPermanent, weirtype.AbandonDeadline:
+		return nil
+	}
+	return fmt.Errorf("%w: abandon reason %q is unknown", store.ErrInvalid, r)
+}
+
+// insertDeadLetter writes the dead letters of the dead jobs ids, abandoned
+// at failedAt for reason, from their rows: last_error and error_type are
+// those of the last error in the job's errors, which the caller has just
+// appended. NOT INDEXED keeps the planner, which has no statistics, from
+// reading every dead job through the index on state instead of looking up
+// the few ids (the rowid still serves).
+const insertDeadLetter = `INSERT INTO weir_dead_letters
+	(job_id, kind, queue, source, idempotency_key, payload, attempts, last_error, error_type, reason, errors, job_created_at, failed_at)
+	SELECT id, kind, queue, source, idempotency_key, payload, attempt,
+		coalesce(errors ->> '$[#-1].message', ''), coalesce(errors ->> '$[#-1].type', ''),
+		?1, errors, created_at, ?2
+	FROM weir_jobs NOT INDEXED WHERE id IN (SELECT value FROM json_each(?3)) AND state = 'dead'
+	ORDER BY id`
+
+func (e executor) insertDeadLetters(ctx context.Context, tx *sql.Tx, failedAt time.Time, reason weirtype.AbandonReason, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	res, err := e.s.stmts.exec(ctx, tx, insertDeadLetter, string(reason), encodeTime(failedAt), idList(ids))
+	if err != nil {
+		return fmt.Errorf("write dead letters: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != int64(len(ids)) {
+		return fmt.Errorf("write dead letters: %d written for %d jobs (%v)", n, len(ids), err)
+	}
+	return nil
+}
+
+const snoozeJob = `UPDATE weir_jobs SET
+	state = ?4, scheduled_at = ?5, attempt = max(attempt - 1, 0), updated_at = ?1, lease_owner = '', lease_expires_at = NULL
+	WHERE id = ?2 AND state = 'running' AND lease_owner = ?3
+	RETURNING ` + jobColumns
+
+// Snooze puts the job owner holds back to wait until until, giving back its
+// attempt. Like an insert or a retry, a job whose until is not after now
+// is available rather than scheduled (a claim takes it either way). For a
+// job owner does not hold, or a missing one, it returns an error wrapping
+// store.ErrLeaseLost.
+func (e executor) Snooze(ctx context.Context, now time.Time, id int64, owner string, until time.Time) (*weirtype.Job, error) {
+	err := checkOwner(owner)
+	if err == nil {
+		err = checkNow(now)
+	}
+	if err == nil && until.IsZero() {
+		err = fmt.Errorf("%w: until is the zero time", store.ErrInvalid)
+	}
+	if err == nil {
+		err = checkTime("until", until)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("snooze job %d: %w", id, err)
+	}
+	state := weirtype.StateScheduled
+	if !until.After(now) {
+		state = weirtype.StateAvailable
+	}
+	var job *weirtype.Job
+	err = e.write(ctx, func(tx *sql.Tx) (err error) {
+		job, err = e.guarded(ctx, tx, snoozeJob, id, owner, encodeTime(now), id, owner, string(state), encodeTime(until))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("snooze job %d: %w", id, err)
+	}
+	return job, nil
+}
+
+const cancelJob = `UPDATE weir_jobs SET
+	state = 'cancelled', finalized_at = ?1, updated_at = ?1, lease_owner = '', lease_expires_at = NULL
+	WHERE id = ?2 AND state IN ('available', 'scheduled', 'running')
+	RETURNING ` + jobColumns
+
+// Cancel makes the job cancelled unless it is final (store.ErrFinal) or
+// missing (store.ErrNotFound).
+func (e executor) Cancel(ctx context.Context, now time.Time, id int64) (*weirtype.Job, error) {
+	if err := checkNow(now); err != nil {
+		return nil, fmt.Errorf("cancel job %d: %w", id, err)
+	}
+	var job *weirtype.Job
+	err := e.write(ctx, func(tx *sql.Tx) (err error) {
+		job, err = scanJob(e.s.stmts.queryRow(ctx, tx, cancelJob, encodeTime(now), id))
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		var state string
+		err = tx.QueryRowContext(ctx, "SELECT state FROM weir_jobs WHERE id = ?", id).Scan(&state)
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: it is %s", store.ErrFinal, state)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cancel job %d: %w", id, err)
+	}
+	return job, nil
+}
+
+// rescueExpired takes, at time ?1, up to ?3 running jobs whose lease ended
+// before ?1, oldest lease first: each with attempts left becomes available
+// at ?1, each without dead; both get an error of type ?4 at ?2 (?1 as JSON)
+// for their current attempt. The message is made here, from the job's own
+// lease (to the millisecond). The selection names its index: without
+// statistics the planner would take the index on (state, attempted_at) and
+// sort every running job.
+const rescueExpired = `UPDATE weir_jobs SET
+	state = CASE WHEN attempt < max_attempts THEN 'available' ELSE 'dead' END,
+	scheduled_at = CASE WHEN attempt < max_attempts THEN ?1 ELSE scheduled_at END,
+	finalized_at = CASE WHEN attempt < max_attempts THEN finalized_at ELSE ?1 END,
+	updated_at = ?1, lease_owner = '', lease_expires_at = NULL,
+	errors = json_insert(errors, '$[#]', json_object(
+		'attempt', attempt,
+		'at', ?2,
+		'message', 'lease held by ' || lease_owner || ' expired at ' ||
+			strftime('%Y-%m-%dT%H:%M:%fZ', lease_expires_at / 1e6, 'unixepoch'),
+		'type', ?4))
+	WHERE id IN (
+		SELECT id FROM weir_jobs INDEXED BY weir_jobs_lease_expiry
+		WHERE state = 'running' AND lease_expires_at < ?1
+		ORDER BY lease_expires_at, id LIMIT ?3)
+	RETURNING id, state`
+
+// RescueExpired rescues up to limit running jobs whose lease ended before
+// now, in one UPDATE, and writes the dead letters of those out of attempts
+// (reason max_attempts_exceeded, last error the lease_expired one) in the
+// same transaction. Each list of ids is in ascending order.
+func (e executor) RescueExpired(ctx context.Context, now time.Time, limit int) (rescued, dead []int64, err error) {
+	if err := checkNow(now); err != nil {
+		return nil, nil, fmt.Errorf("rescue expired leases: %w", err)
+	}
+	if limit < 1 {
+		return nil, nil, fmt.Errorf("rescue expired leases: %w: limit %d is less than 1", store.ErrInvalid, limit)
+	}
+	at := timeJSON(now)
+	err = e.write(ctx, func(tx *sql.Tx) error {
+		rescued, dead = nil, nil
+		rows, err := e.s.stmts.query(ctx, tx, rescueExpired, encodeTime(now), at, limit, weirtype.ErrorTypeLeaseExpired)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id int64
+			var state string
+			if err := rows.Scan(&id, &state); err != nil {
+				return err
+			}
+			if state == string(weirtype.StateDead) {
+				dead = append(dead, id)
+			} else {
+				rescued = append(rescued, id)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		slices.Sort(dead)
+		return e.insertDeadLetters(ctx, tx, now, weirtype.AbandonMaxAttempts, dead)
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("rescue expired leases: %w", err)
+	}
+	slices.Sort(rescued)
+	return rescued, dead, nil
+}
+
+// timeJSON is t as an AttemptError's "at": the JSON string time.Time
+// marshals to, of t as the database keeps it, without the quotes.
+func timeJSON(t time.Time) string {
+	return storedTime(t).Format(time.RFC3339Nano)
+}
+
+// releaseOwned makes every running job owner ?5 holds available at ?1,
+// its attempt less ?2 (1 to give it back, 0 to count it), with an error at
+// ?3 (?1 as JSON) of message ?4 and type ?6 for its current attempt.
+const releaseOwned = `UPDATE weir_jobs SET
+	state = 'available', scheduled_at = ?1, updated_at = ?1, lease_owner = '', lease_expires_at = NULL,
+	attempt = max(attempt - ?2, 0),
+	errors = json_insert(errors, '$[#]', json_object('attempt', attempt, 'at', ?3, 'message', ?4, 'type', ?6))
+	WHERE state = 'running' AND lease_owner = ?5
+	RETURNING id`
+
+// ReleaseOwned makes every running job owner holds available at now, in
+// one UPDATE, and returns their ids in ascending order.
+func (e executor) ReleaseOwned(ctx context.Context, now time.Time, owner string, giveBack bool) ([]int64, error) {
+	err := checkOwner(owner)
+	if err == nil {
+		err = checkNow(now)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("release jobs: %w", err)
+	}
+	less, msg := 0, "released by "+owner+"; the attempt counts"
+	if giveBack {
+		less, msg = 1, "released by "+owner+"; the attempt is given back"
+	}
+	var ids []int64
+	err = e.write(ctx, func(tx *sql.Tx) error {
+		rows, err := e.s.stmts.query(ctx, tx, releaseOwned,
+			encodeTime(now), less, timeJSON(now), msg, owner, weirtype.ErrorTypeReleased)
+		if err != nil {
+			return err
+		}
+		ids, err = scanIDs(rows)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("release the jobs of %s: %w", owner, err)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}

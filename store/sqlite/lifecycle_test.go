@@ -1,0 +1,302 @@
+package sqlite_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/store/sqlite"
+	"github.com/weirhq/weir/weirtype"
+)
+
+var t0 = time.Date(2026, 1, 21, 15, 30, 0, 0, time.UTC)
+
+const leaseFor = 30 * time.Second
+
+// claimed inserts a job in a queue of its own and claims it as owner at t0.
+func claimed(t *testing.T, ex store.Executor, p store.InsertParams, owner string) *weirtype.Job {
+	t.Helper()
+	ctx := context.Background()
+	if p.Queue == "" {
+		p.Queue = "q-" + t.Name()
+	}
+	if _, err := ex.Insert(ctx, t0.Add(-time.Minute), []store.InsertParams{p}); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := ex.Claim(ctx, store.ClaimParams{Now: t0, Queue: p.Queue, Limit: 1, Owner: owner, LeaseFor: leaseFor})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("claim: %v, %v", jobs, err)
+	}
+	return jobs[0]
+}
+
+// TestLifecycleRefusesBadParams: every lifecycle call checks its
+// parameters before it writes, and names the bad one.
+func TestLifecycleRefusesBadParams(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := migratedTemp(t)
+	ex := s.Executor()
+	far := time.Date(300000, 1, 1, 0, 0, 0, 0, time.UTC)
+	claim := func(p store.ClaimParams) error { _, err := ex.Claim(ctx, p); return err }
+	fail := func(p store.FailParams) error { _, err := ex.Fail(ctx, p); return err }
+	okClaim := store.ClaimParams{Now: t0, Limit: 1, Owner: "w", LeaseFor: leaseFor}
+	okFail := store.FailParams{Now: t0, ID: 1, Owner: "w", RetryAt: t0}
+	tests := []struct {
+		name, want string
+		err        error
+	}{
+		{"claim limit 0", "limit 0", claim(store.ClaimParams{Now: t0, Owner: "w", LeaseFor: leaseFor})},
+		{"claim without owner", "owner", claim(store.ClaimParams{Now: t0, Limit: 1, LeaseFor: leaseFor})},
+		{"claim without lease", "lease-for", claim(store.ClaimParams{Now: t0, Limit: 1, Owner: "w"})},
+		{"claim at zero time", "now", claim(store.ClaimParams{Limit: 1, Owner: "w", LeaseFor: leaseFor})},
+		{"claim lease past the range", "lease expiry", claim(store.ClaimParams{Now: time.UnixMicro(1<<63 - 1), Limit: 1, Owner: "w", LeaseFor: time.Hour})},
+		{"heartbeat without owner", "owner", func() error { _, err := ex.Heartbeat(ctx, t0, "", []int64{1}, leaseFor); return err }()},
+		{"heartbeat without lease", "lease-for", func() error { _, err := ex.Heartbeat(ctx, t0, "w", []int64{1}, 0); return err }()},
+		{"complete without owner", "owner", func() error { _, err := ex.Complete(ctx, t0, 1, ""); return err }()},
+		{"complete at zero time", "now", func() error { _, err := ex.Complete(ctx, time.Time{}, 1, "w"); return err }()},
+		{"fail without owner", "owner", fail(store.FailParams{Now: t0, ID: 1, RetryAt: t0})},
+		{"fail with unknown reason", "abandon reason", fail(store.FailParams{Now: t0, ID: 1, Owner: "w", Abandon: "bored"})},
+		{"fail with error time out of range", "error at", fail(store.FailParams{Now: t0, ID: 1, Owner: "w", RetryAt: t0, Error: weirtype.AttemptError{At: far}})},
+		{"snooze until zero time", "until", func() error { _, err := ex.Snooze(ctx, t0, 1, "w", time.Time{}); return err }()},
+		{"cancel at zero time", "now", func() error { _, err := ex.Cancel(ctx, time.Time{}, 1); return err }()},
+		{"rescue limit 0", "limit 0", func() error { _, _, err := ex.RescueExpired(ctx, t0, 0); return err }()},
+		{"release without owner", "owner", func() error { _, err := ex.ReleaseOwned(ctx, t0, "", true); return err }()},
+		{"list with negative limit", "limit -1", func() error { _, err := ex.ListDeadLetters(ctx, store.DeadLetterFilter{Limit: -1}); return err }()},
+		{"list with unknown reason", "abandon reason", func() error {
+			_, err := ex.ListDeadLetters(ctx, store.DeadLetterFilter{Reason: "bored"})
+			return err
+		}()},
+		{"requeue at zero time", "now", func() error { _, err := ex.RequeueDeadLetters(ctx, time.Time{}, store.DeadLetterFilter{}); return err }()},
+		{"purge failed before out of range", "failed before", func() error {
+			_, err := ex.PurgeDeadLetters(ctx, store.DeadLetterFilter{FailedBefore: far})
+			return err
+		}()},
+	}
+	for _, tt := range tests {
+		if !errors.Is(tt.err, store.ErrInvalid) || !strings.Contains(tt.err.Error(), tt.want) {
+			t.Errorf("%s: %v, want ErrInvalid naming %q", tt.name, tt.err, tt.want)
+		}
+	}
+	// The good parameters the table varies are good.
+	if err := claim(okClaim); err != nil {
+		t.Fatalf("claim %+v: %v", okClaim, err)
+	}
+	if err := fail(okFail); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("fail %+v of a missing job: %v, want ErrLeaseLost", okFail, err)
+	}
+}
+
+// TestRescueRecordsTheExpiredLease: the error a rescue records names the
+// worker and when its lease ended, and a job out of attempts carries it
+// into its dead letter.
+func TestRescueRecordsTheExpiredLease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := migratedTemp(t)
+	ex := s.Executor()
+	j := claimed(t, ex, store.InsertParams{Kind: "k", MaxAttempts: 1}, "worker-7")
+	at := t0.Add(time.Hour)
+	if _, dead, err := ex.RescueExpired(ctx, at, 10); err != nil || !slices.Equal(dead, []int64{j.ID}) {
+		t.Fatalf("rescue: %v, %v", dead, err)
+	}
+	dls, err := ex.ListDeadLetters(ctx, store.DeadLetterFilter{})
+	if err != nil || len(dls) != 1 {
+		t.Fatalf("dead letters %v, %v", dls, err)
+	}
+	dl := dls[0]
+	want := weirtype.AttemptError{Attempt: 1, At: at, Message: "lease held by worker-7 expired at 2026-01-21T15:30:30.000Z", Type: weirtype.ErrorTypeLeaseExpired}
+	if dl.Attempts != 1 || dl.Reason != weirtype.AbandonMaxAttempts || dl.LastError != want.Message ||
+		len(dl.Errors) != 1 || dl.Errors[0] != want || !dl.FailedAt.Equal(at) {
+		t.Fatalf("dead letter %+v, want its error %+v", *dl, want)
+	}
+	got, err := ex.GetJob(ctx, j.ID)
+	if err != nil || got.LeaseOwner != "" || !got.LeaseExpiresAt.IsZero() || !got.UpdatedAt.Equal(at) || len(got.Errors) != 1 {
+		t.Fatalf("dead job %+v, %v", got, err)
+	}
+}
+
+// TestRescueTakesTheOldestLeasesFirst: a rescue with a limit takes the
+// leases that ended first, and leaves the rest for the next round.
+func TestRescueTakesTheOldestLeasesFirst(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := migratedTemp(t)
+	ex := s.Executor()
+	var want []int64
+	for i := range 5 {
+		if _, err := ex.Insert(ctx, t0, []store.InsertParams{{Kind: "k"}}); err != nil {
+			t.Fatal(err)
+		}
+		// Claimed later, each lease ends later.
+		jobs, err := ex.Claim(ctx, store.ClaimParams{Now: t0.Add(time.Duration(5-i) * time.Second), Limit: 1, Owner: "w", LeaseFor: leaseFor})
+		if err != nil || len(jobs) != 1 {
+			t.Fatal(jobs, err)
+		}
+		want = append(want, jobs[0].ID)
+	}
+	slices.Reverse(want) // oldest lease first
+	// Each list comes back in ascending order of id.
+	first, _, err := ex.RescueExpired(ctx, t0.Add(time.Hour), 2)
+	if wantFirst := slices.Sorted(slices.Values(want[:2])); err != nil || !slices.Equal(first, wantFirst) {
+		t.Fatalf("first rescue %v, %v; want %v", first, err, wantFirst)
+	}
+	rest, _, err := ex.RescueExpired(ctx, t0.Add(time.Hour), 10)
+	if wantRest := slices.Sorted(slices.Values(want[2:])); err != nil || !slices.Equal(rest, wantRest) {
+		t.Fatalf("second rescue %v, %v; want %v", rest, err, wantRest)
+	}
+}
+
+// TestHeartbeatEdges: no ids is no work, a repeated lost id is reported
+// once, and a lease that ended but was not rescued yet is still held.
+func TestHeartbeatEdges(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := migratedTemp(t)
+	ex := s.Executor()
+	if lost, err := ex.Heartbeat(ctx, t0, "w", nil, leaseFor); err != nil || lost != nil {
+		t.Fatalf("heartbeat of nothing: %v, %v", lost, err)
+	}
+	j := claimed(t, ex, store.InsertParams{Kind: "k"}, "w")
+	late := t0.Add(time.Hour)
+	lost, err := ex.Heartbeat(ctx, late, "w", []int64{j.ID, 404, j.ID, 404}, leaseFor)
+	if err != nil || !slices.Equal(lost, []int64{404}) {
+		t.Fatalf("lost %v, %v; want [404]", lost, err)
+	}
+	if got, err := ex.GetJob(ctx, j.ID); err != nil || !got.LeaseExpiresAt.Equal(late.Add(leaseFor)) {
+		t.Fatalf("lease after a late heartbeat: %+v, %v", got, err)
+	}
+}
+
+// TestDeadLetterFilterWithEmptyIDsMatchesNothing: IDs set to an empty
+// slice selects no dead letter (only a nil IDs matches all), so an empty
+// selection never purges everything.
+func TestDeadLetterFilterWithEmptyIDsMatchesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := migratedTemp(t)
+	ex := s.Executor()
+	j := claimed(t, ex, store.InsertParams{Kind: "k"}, "w")
+	if _, err := ex.Fail(ctx, store.FailParams{Now: t0, ID: j.ID, Owner: "w", Abandon: weirtype.AbandonPermanent}); err != nil {
+		t.Fatal(err)
+	}
+	empty := store.DeadLetterFilter{IDs: []int64{}}
+	if dls, err := ex.ListDeadLetters(ctx, empty); err != nil || len(dls) != 0 {
+		t.Fatalf("list: %v, %v", dls, err)
+	}
+	if ids, err := ex.RequeueDeadLetters(ctx, t0, empty); err != nil || len(ids) != 0 {
+		t.Fatalf("requeue: %v, %v", ids, err)
+	}
+	if n, err := ex.PurgeDeadLetters(ctx, empty); err != nil || n != 0 {
+		t.Fatalf("purge: %d, %v", n, err)
+	}
+	if dls, err := ex.ListDeadLetters(ctx, store.DeadLetterFilter{}); err != nil || len(dls) != 1 {
+		t.Fatalf("dead letters left: %v, %v; want 1", dls, err)
+	}
+}
+
+// TestLifecycleInCallersTransaction: the lifecycle runs in a caller's
+// transaction and rolls back with it; and a call that fails inside it
+// undoes its own writes only, so a caller that commits anyway never
+// commits a dead job without its dead letter.
+func TestLifecycleInCallersTransaction(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := migratedTemp(t)
+	j := claimed(t, s.Executor(), store.InsertParams{Kind: "k"}, "w")
+
+	tx, err := s.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Tx(tx).Complete(ctx, t0, j.ID, "w"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Tx(tx).GetJob(ctx, j.ID); err != nil || got.State != weirtype.StateCompleted {
+		t.Fatalf("in the transaction: %+v, %v", got, err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustGet(t, s, j.ID); got.State != weirtype.StateRunning || got.LeaseOwner != "w" {
+		t.Fatalf("after rollback: %+v", *got)
+	}
+
+	tx, err = s.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "CREATE TABLE app_notes (note TEXT)"); err != nil {
+		t.Fatal(err)
+	}
+	// The dead letter's write fails after the job's update succeeded.
+	if _, err := tx.ExecContext(ctx, "DROP TABLE weir_dead_letters"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Tx(tx).Fail(ctx, store.FailParams{Now: t0, ID: j.ID, Owner: "w", Abandon: weirtype.AbandonPermanent})
+	if err == nil || !strings.Contains(err.Error(), "dead letter") {
+		t.Fatalf("fail without a dead-letter table: %v", err)
+	}
+	if got, err := s.Tx(tx).GetJob(ctx, j.ID); err != nil || got.State != weirtype.StateRunning || len(got.Errors) != 0 {
+		t.Fatalf("after the failed call, in the transaction: %+v, %v", got, err)
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO app_notes VALUES ('kept')"); err != nil {
+		t.Fatalf("the caller's transaction after the failed call: %v", err)
+	}
+}
+
+func mustGet(t *testing.T, s *sqlite.Store, id int64) *weirtype.Job {
+	t.Helper()
+	j, err := s.Executor().GetJob(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// BenchmarkClaimComplete measures the worker's hot path on a file: claim
+// ten jobs, complete each. One op is one job claimed and completed.
+func BenchmarkClaimComplete(b *testing.B) {
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, sqlite.Config{Path: b.TempDir() + "/weir.db"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	ex := s.Executor()
+	batch := make([]store.InsertParams, 1000)
+	for i := range batch {
+		batch[i] = store.InsertParams{Kind: "k", Payload: []byte(`{"path":"incoming/doc.txt"}`)}
+	}
+	for n := b.N; n > 0; n -= len(batch) {
+		if _, err := ex.Insert(ctx, t0, batch[:min(n, len(batch))]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	done := 0
+	for done < b.N {
+		jobs, err := ex.Claim(ctx, store.ClaimParams{Now: t0, Limit: 10, Owner: "bench", LeaseFor: leaseFor})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(jobs) == 0 {
+			b.Fatalf("claimed nothing after %d of %d jobs", done, b.N)
+		}
+		for _, j := range jobs {
+			if _, err := ex.Complete(ctx, t0, j.ID, "bench"); err != nil {
+				b.Fatal(err)
+			}
+		}
+		done += len(jobs)
+	}
+}

@@ -1,0 +1,128 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir/store"
+)
+
+// TestLifecycleQueriesUseIndexes protects the lifecycle's efficiency: none
+// of its statements reads weir_jobs or weir_dead_letters from end to end,
+// so each costs what it touches, not what the tables hold. (Listing dead
+// letters by time alone may scan them in id order, stopping at its limit:
+// the planner's choice, and a fair one for paging.)
+func TestLifecycleQueriesUseIndexes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "weir.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	queries := []struct {
+		name, sql string
+		args      []any
+	}{
+		{"claim", claimJobs, []any{1, "w", 2, "q", 10}},
+		{"heartbeat", heartbeatJobs, []any{1, "[1,2]", "w"}},
+		{"complete", completeJob, []any{1, 1, "w"}},
+		{"retry", retryJob, []any{1, 1, "w", "{}", "available", 1}},
+		{"abandon", abandonJob, []any{1, 1, "w", "{}"}},
+		{"dead letters", insertDeadLetter, []any{"non_retryable", 1, "[1]"}},
+		{"snooze", snoozeJob, []any{1, 1, "w", "scheduled", 2}},
+		{"cancel", cancelJob, []any{1, 1}},
+		{"rescue", rescueExpired, []any{1, "at", 10, "lease_expired"}},
+		{"release", releaseOwned, []any{1, 1, "at", "m", "w", "released"}},
+		{"list by kind", "SELECT " + deadLetterColumns + " FROM weir_dead_letters WHERE kind = ? ORDER BY id", []any{"k"}},
+		{"list by reason", "SELECT " + deadLetterColumns + " FROM weir_dead_letters WHERE reason = ? ORDER BY id", []any{"non_retryable"}},
+		{"requeue by ids", requeueJobs(" WHERE id IN (SELECT value FROM json_each(?))"), []any{1, 1, "[1]"}},
+		{"requeue by kind", requeueJobs(" WHERE kind = ?"), []any{1, 1, "k"}},
+		{"purge by reason", purgeJobs(" WHERE reason = ?"), []any{"non_retryable"}},
+		{"requeue's delete", "DELETE FROM weir_dead_letters" + and(" WHERE kind = ?", "job_id IN (SELECT value FROM json_each(?))"), []any{"k", "[1]"}},
+	}
+	for _, q := range queries {
+		rows, err := s.write.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q.sql, q.args...)
+		if err != nil {
+			t.Fatalf("%s: %v", q.name, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, notused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		for _, step := range plan {
+			if strings.HasPrefix(step, "SCAN weir_") {
+				t.Errorf("%s scans a table:\n%s", q.name, strings.Join(plan, "\n"))
+			}
+		}
+		t.Logf("%s:\n\t%s", q.name, strings.Join(plan, "\n\t"))
+	}
+}
+
+// TestHotStatementsArePreparedOnceMigrated: before Migrate the statements
+// cannot be prepared, and calls fail as they would anyway; the first write
+// after it prepares them all, and the lifecycle then runs on them, in the
+// store's transactions and in a caller's.
+func TestHotStatementsArePreparedOnceMigrated(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "weir.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	now := time.Date(2026, 1, 21, 15, 30, 0, 0, time.UTC)
+	claim := store.ClaimParams{Now: now, Limit: 1, Owner: "w", LeaseFor: time.Minute}
+	if _, err := s.Executor().Claim(ctx, claim); err == nil || !strings.Contains(err.Error(), "no such table") {
+		t.Fatalf("claim before Migrate: %v", err)
+	}
+	if m := s.stmts.stmts.Load(); m != nil {
+		t.Fatalf("%d statements cached before Migrate", len(*m))
+	}
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Executor().Insert(ctx, now, []store.InsertParams{{Kind: "k"}, {Kind: "k"}}); err != nil {
+		t.Fatal(err)
+	}
+	if m := s.stmts.stmts.Load(); m == nil || len(*m) != len(hotQueries) {
+		t.Fatalf("statements cached after a write: %v, want %d", m, len(hotQueries))
+	}
+	jobs, err := s.Executor().Claim(ctx, claim)
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("claim: %v, %v", jobs, err)
+	}
+	tx, err := s.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := s.Tx(tx).Complete(ctx, now, jobs[0].ID, "w"); err != nil {
+		t.Fatalf("complete in a caller's transaction: %v", err)
+	}
+	if more, err := s.Tx(tx).Claim(ctx, claim); err != nil || len(more) != 1 {
+		t.Fatalf("claim in a caller's transaction: %v, %v", more, err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Executor().Claim(ctx, claim); err == nil || errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("claim after Close: %v, want the closed database's error", err)
+	}
+}

@@ -1,0 +1,488 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/weirtype"
+)
+
+// lifecycleCases are the cases of the job lifecycle: claim, heartbeat,
+// complete, fail, snooze, cancel, rescue, release and the dead letters.
+func lifecycleCases() []suiteCase {
+	return []suiteCase{
+		{"ClaimOrderQueueAndLease", testClaimOrder},
+		{"ClaimLimit", testClaimLimit},
+		{"ClaimConcurrentTakesEachJobOnce", testClaimConcurrent},
+		{"Heartbeat", testHeartbeat},
+		{"CompleteNeedsTheLease", testComplete},
+		{"FailSchedulesARetry", testFailRetry},
+		{"FailAbandonsToDeadLetters", testFailAbandon},
+		{"SnoozeGivesTheAttemptBack", testSnooze},
+		{"Cancel", testCancel},
+		{"RescueExpiredLeases", testRescueExpired},
+		{"ReleaseOwned", testReleaseOwned},
+		{"DeadLetterListRequeuePurge", testDeadLetterOps},
+	}
+}
+
+const lease = 30 * time.Second
+
+func claim(t *testing.T, ex store.Executor, at time.Time, queue, owner string, limit int) []*weirtype.Job {
+	t.Helper()
+	jobs, err := ex.Claim(context.Background(), store.ClaimParams{Now: at, Queue: queue, Limit: limit, Owner: owner, LeaseFor: lease})
+	if err != nil {
+		t.Fatalf("claim: %v", err)
+	}
+	return jobs
+}
+
+func ids(jobs []*weirtype.Job) []int64 {
+	out := make([]int64, len(jobs))
+	for i, j := range jobs {
+		out[i] = j.ID
+	}
+	return out
+}
+
+func getJob(t *testing.T, ex store.Executor, id int64) *weirtype.Job {
+	t.Helper()
+	j, err := ex.GetJob(context.Background(), id)
+	if err != nil {
+		t.Fatalf("get job %d: %v", id, err)
+	}
+	return j
+}
+
+// claimOne inserts a job and claims it as owner at now.
+func claimOne(t *testing.T, ex store.Executor, p store.InsertParams, owner string) *weirtype.Job {
+	t.Helper()
+	if p.Queue == "" {
+		p.Queue = "q-" + owner + fmt.Sprint(time.Now().UnixNano())
+	}
+	r := insertOne(t, ex, now.Add(-time.Minute), p)
+	got := claim(t, ex, now, p.Queue, owner, 1)
+	if len(got) != 1 || got[0].ID != r.Job.ID {
+		t.Fatalf("claimed %v, want job %d", ids(got), r.Job.ID)
+	}
+	return got[0]
+}
+
+func testClaimOrder(t *testing.T, h Harness) {
+	s := migrated(t, h)
+	ex := s.Executor()
+	a := insertOne(t, ex, now, store.InsertParams{Kind: "k", ScheduledAt: now.Add(-2 * time.Minute)}).Job
+	b := insertOne(t, ex, now, store.InsertParams{Kind: "k", Priority: 5, ScheduledAt: now.Add(-time.Minute)}).Job
+	c := insertOne(t, ex, now, store.InsertParams{Kind: "k", ScheduledAt: now.Add(-3 * time.Minute)}).Job
+	later := insertOne(t, ex, now, store.InsertParams{Kind: "k", ScheduledAt: now.Add(time.Hour)}).Job
+	other := insertOne(t, ex, now, store.InsertParams{Kind: "k", Queue: "other"}).Job
+
+	got := claim(t, ex, now, store.DefaultQueue, "w1", 10)
+	if want := []int64{b.ID, c.ID, a.ID}; !slices.Equal(ids(got), want) {
+		t.Fatalf("claimed %v, want %v: priority first, then scheduled time", ids(got), want)
+	}
+	for _, j := range got {
+		if j.State != weirtype.StateRunning || j.Attempt != 1 || !j.AttemptedAt.Equal(now) || j.LeaseOwner != "w1" ||
+			!j.LeaseExpiresAt.Equal(now.Add(lease)) || !j.UpdatedAt.Equal(now) {
+			t.Fatalf("claimed job %+v", *j)
+		}
+		if stored := getJob(t, ex, j.ID); stored.State != weirtype.StateRunning || stored.LeaseOwner != "w1" {
+			t.Fatalf("stored job %+v", *stored)
+		}
+	}
+	if again := claim(t, ex, now, store.DefaultQueue, "w2", 10); len(again) != 0 {
+		t.Fatalf("second claim took %v, want nothing", ids(again))
+	}
+	if due := claim(t, ex, now.Add(time.Hour), store.DefaultQueue, "w2", 10); !slices.Equal(ids(due), []int64{later.ID}) {
+		t.Fatalf("claim at the scheduled time took %v, want %d", ids(due), later.ID)
+	}
+	if o := claim(t, ex, now, "other", "w3", 10); !slices.Equal(ids(o), []int64{other.ID}) {
+		t.Fatalf("claim of queue other took %v", ids(o))
+	}
+}
+
+func testClaimLimit(t *testing.T, h Harness) {
+	s := migrated(t, h)
+	ex := s.Executor()
+	for range 5 {
+		insertOne(t, ex, now, store.InsertParams{Kind: "k"})
+	}
+	var sizes []int
+	for range 4 {
+		sizes = append(sizes, len(claim(t, ex, now, store.DefaultQueue, "w", 2)))
+	}
+	if !slices.Equal(sizes, []int{2, 2, 1, 0}) {
+		t.Fatalf("claims of 2 took %v, want [2 2 1 0]", sizes)
+	}
+	if _, err := ex.Claim(context.Background(), store.ClaimParams{Now: now, Limit: 0, Owner: "w", LeaseFor: lease}); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("claim with limit 0: %v, want ErrInvalid", err)
+	}
+	if _, err := ex.Claim(context.Background(), store.ClaimParams{Now: now, Limit: 1, LeaseFor: lease}); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("claim without an owner: %v, want ErrInvalid", err)
+	}
+}
+
+func testClaimConcurrent(t *testing.T, h Harness) {
+	s := migrated(t, h)
+	const jobs, workers = 200, 8
+	batch := make([]store.InsertParams, jobs)
+	for i := range batch {
+		batch[i] = store.InsertParams{Kind: "k"}
+	}
+	if _, err := s.Executor().Insert(context.Background(), now, batch); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu     sync.Mutex
+		seen   = map[int64]string{}
+		dupErr error
+		wg     sync.WaitGroup
+	)
+	for w := range workers {
+		owner := fmt.Sprintf("w%d", w)
+		wg.Go(func() {
+			for {
+				got, err := s.Executor().Claim(context.Background(), store.ClaimParams{Now: now, Limit: 7, Owner: owner, LeaseFor: lease})
+				mu.Lock()
+				if err != nil && dupErr == nil {
+					dupErr = err
+				}
+				for _, j := range got {
+					if prev, ok := seen[j.ID]; ok && dupErr == nil {
+						dupErr = fmt.Errorf("job %d claimed by %s and %s", j.ID, prev, owner)
+					}
+					seen[j.ID] = owner
+				}
+				mu.Unlock()
+				if err != nil || len(got) == 0 {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if dupErr != nil {
+		t.Fatal(dupErr)
+	}
+	if len(seen) != jobs {
+		t.Fatalf("%d jobs claimed, want %d", len(seen), jobs)
+	}
+}
+
+func testHeartbeat(t *testing.T, h Harness) {
+	s := migrated(t, h)
+	ex := s.Executor()
+	j1 := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "hb"}, "w1")
+	j2 := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "hb2"}, "w1")
+	other := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "hb3"}, "w2")
+	at := now.Add(10 * time.Second)
+	lost, err := ex.Heartbeat(context.Background(), at, "w1", []int64{j1.ID, j2.ID, other.ID, 999999}, lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(lost)
+	if want := []int64{other.ID, 999999}; !slices.Equal(lost, want) {
+		t.Fatalf("lost %v, want %v (held by another worker, and missing)", lost, want)
+	}
+	for _, id := range []int64{j1.ID, j2.ID} {
+		if j := getJob(t, ex, id); !j.LeaseExpiresAt.Equal(at.Add(lease)) || j.LeaseOwner != "w1" {
+			t.Fatalf("job %d lease %v by %q, want %v by w1", id, j.LeaseExpiresAt, j.LeaseOwner, at.Add(lease))
+		}
+	}
+	if j := getJob(t, ex, other.ID); !j.LeaseExpiresAt.Equal(now.Add(lease)) {
+		t.Fatalf("a heartbeat of w1 moved w2's lease to %v", j.LeaseExpiresAt)
+	}
+}
+
+func testComplete(t *testing.T, h Harness) {
+	s := migrated(t, h)
+	ex := s.Executor()
+	j := claimOne(t, ex, store.InsertParams{Kind: "k"}, "w1")
+	if _, err := ex.Complete(context.Background(), now, j.ID, "w2"); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("complete by another worker: %v, want ErrLeaseLost", err)
+	}
+	done, err := ex.Complete(context.Background(), now.Add(time.Second), j.ID, "w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.State != weirtype.StateCompleted || !done.FinalizedAt.Equal(now.Add(time.Second)) || done.LeaseOwner != "" || !done.LeaseExpiresAt.IsZero() {
+		t.Fatalf("completed job %+v", *done)
+	}
+	if _, err := ex.Complete(context.Background(), now.Add(2*time.Second), j.ID, "w1"); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("second complete: %v, want ErrLeaseLost", err)
+	}
+	if _, err := ex.Complete(context.Background(), now, 999999, "w1"); !errors.Is(err, store.ErrLeaseLost) && !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("complete of a missing job: %v", err)
+	}
+}
+
+func attemptErr(attempt int, msg string) weirtype.AttemptError {
+	return weirtype.AttemptError{Attempt: attempt, At: now, Message: msg, Type: "*errors.errorString"}
+}
+
+func testFailRetry(t *testing.T, h Harness) {
+	s := migrated(t, h)
+	ex := s.Executor()
+	j := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "retry"}, "w1")
+	if _, err := ex.Fail(context.Background(), store.FailParams{Now: now, ID: j.ID, Owner: "w2", Error: attemptErr(1, "x"), RetryAt: now}); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("fail by another worker: %v, want ErrLeaseLost", err)
+	}
+	got, err := ex.Fail(context.Background(), store.FailParams{Now: now, ID: j.ID, Owner: "w1", Error: attemptErr(1, "index timed out"), RetryAt: now.Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != weirtype.StateScheduled || !got.ScheduledAt.Equal(now.Add(time.Minute)) || got.Attempt != 1 || got.LeaseOwner != "" ||
+		len(got.Errors) != 1 || got.Errors[0] != attemptErr(1, "index timed out") {
+		t.Fatalf("failed job %+v", *got)
+	}
+	if early := claim(t, ex, now.Add(59*time.Second), "retry", "w1", 1); len(early) != 0 {
+		t.Fatal("a retry was claimed before its time")
+	}
+	again := claim(t, ex, now.Add(time.Minute), "retry", "w1", 1)
+	if len(again) != 1 || again[0].Attempt != 2 {
+		t.Fatalf("retry claim %+v, want the job at attempt 2", again)
+	}
+	// A retry due at once is available; a zero RetryAt means at once.
+	got, err = ex.Fail(context.Background(), store.FailParams{Now: now.Add(time.Minute), ID: j.ID, Owner: "w1", Error: attemptErr(2, "again"), RetryAt: now})
+	if err != nil || got.State != weirtype.StateAvailable || len(got.Errors) != 2 {
+		t.Fatalf("fail with an immediate retry: %+v, %v", got, err)
+	}
+	third := claim(t, ex, now.Add(2*time.Minute), "retry", "w1", 1)
+	if len(third) != 1 {
+		t.Fatal("the job retried at once was not claimable")
+	}
+	got, err = ex.Fail(context.Background(), store.FailParams{Now: now.Add(2 * time.Minute), ID: j.ID, Owner: "w1", Error: attemptErr(3, "zero")})
+	if err != nil || got.State != weirtype.StateAvailable || !got.ScheduledAt.Equal(now.Add(2*time.Minute)) {
+		t.Fatalf("fail with a zero RetryAt: %+v, %v", got, err)
+	}
+}
+
+func testFailAbandon(t *testing.T, h Harness) {
+	s := migrated(t, h)
+	ex := s.Executor()
+	j := claimOne(t, ex, store.InsertParams{Kind: "extract", IdempotencyKey: "doc-7", Source: "incoming/doc-7.txt", Payload: []byte(`{"path":"doc-7.txt"}`)}, "w1")
+	e := weirtype.AttemptError{Attempt: 1, At: now.Add(time.Second), Message: "not UTF-8", Type: "*pipeline.DecodeError"}
+	got, err := ex.Fail(context.Background(), store.FailParams{Now: now.Add(time.Second), ID: j.ID, Owner: "w1", Error: e, Abandon: weirtype.AbandonPermanent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != weirtype.StateDead || !got.FinalizedAt.Equal(now.Add(time.Second)) || got.LeaseOwner != "" {
+		t.Fatalf("abandoned job %+v", *got)
+	}
+	dls, err := ex.ListDeadLetters(context.Background(), store.DeadLetterFilter{})
+	if err != nil || len(dls) != 1 {
+		t.Fatalf("dead letters %v, %v; want one", dls, err)
+	}
+	dl := dls[0]
+	if dl.JobID != j.ID || dl.Kind != "extract" || dl.Queue != j.Queue || dl.Source != "incoming/doc-7.txt" || dl.IdempotencyKey != "doc-7" ||
+		dl.Attempts != 1 || dl.LastError != "not UTF-8" || dl.ErrorType != "*pipeline.DecodeError" || dl.Reason != weirtype.AbandonPermanent ||
+		len(dl.Errors) != 1 || dl.Errors[0] != e || !dl.JobCreatedAt.Equal(j.CreatedAt) || !dl.FailedAt.Equal(now.Add(time.Second)) {
+		t.Fatalf("dead letter %+v", *dl)
+	}
+	var payload map[string]string
+	if err := jsonUnmarshal(dl.Payload, &payload); err != nil || payload["path"] != "doc-7.txt" {
+		t.Fatalf("dead letter payload %s", dl.Payload)
+	}
+	byID, err := ex.GetDeadLetter(context.Background(), dl.ID)
+	if err != nil || byID.JobID != j.ID {
+		t.Fatalf("GetDeadLetter: %+v, %v", byID, err)
+	}
+	if _, err := ex.GetDeadLetter(context.Background(), dl.ID+1000); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("GetDeadLetter of a missing id: %v, want ErrNotFound", err)
+	}
+	// The dead job's key still absorbs a re-fired event.
+	if r := insertOne(t, ex, now.Add(time.Hour), store.InsertParams{Kind: "extract", IdempotencyKey: "doc-7"}); r.Outcome != weirtype.DuplicateFinal {
+		t.Fatalf("insert of a dead job's key: %s, want duplicate_final", r.Outcome)
+	}
+}
+
+func testSnooze(t *testing.T, h Harness) {
+	s := migrated(t, h)
+	ex := s.Executor()
+	j := claimOne(t, ex, store.InsertParams{Kind: "k"}, "w1")
+	if _, err := ex.Snooze(context.Background(), now, j.ID, "w2", now.Add(time.Hour)); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("snooze by another worker: %v, want ErrLeaseLost", err)
+	}
+	got, err := ex.Snooze(context.Background(), now, j.ID, "w1", now.Add(5*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != weirtype.StateScheduled || got.Attempt != 0 || !got.ScheduledAt.Equal(now.Add(5*time.Minute)) || got.LeaseOwner != "" || len(got.Errors) != 0 {
+		t.Fatalf("snoozed job %+v", *got)
+	}
+}
+
+func testCancel(t *testing.T, h Harness) {
+	s := migrated(t, h)
+	ex := s.Executor()
+	waiting := insertOne(t, ex, now, store.InsertParams{Kind: "k", Queue: "c1"}).Job
+	running := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "c2"}, "w1")
+	for _, j := range []*weirtype.Job{waiting, running} {
+		got, err := ex.Cancel(context.Background(), now, j.ID)
+		if err != nil || got.State != weirtype.StateCancelled || !got.FinalizedAt.Equal(now) || got.LeaseOwner != "" {
+			t.Fatalf("cancel job %d: %+v, %v", j.ID, got, err)
+		}
+	}
+	if _, err := ex.Complete(context.Background(), now, running.ID, "w1"); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("complete of a cancelled job: %v, want ErrLeaseLost", err)
+	}
+	if _, err := ex.Cancel(context.Background(), now, waiting.ID); !errors.Is(err, store.ErrFinal) {
+		t.Fatalf("second cancel: %v, want ErrFinal", err)
+	}
+	if _, err := ex.Cancel(context.Background(), now, 999999); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("cancel of a missing job: %v, want ErrNotFound", err)
+	}
+}
+
+func testRescueExpired(t *testing.T, h Harness) {
+	s := migrated(t, h)
+	ex := s.Executor()
+	retryable := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "r1", MaxAttempts: 3}, "w1")
+	spent := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "r2", MaxAttempts: 1}, "w1")
+	// A lease that ends exactly now has not expired.
+	if rescued, dead, err := ex.RescueExpired(context.Background(), now.Add(lease), 100); err != nil || len(rescued)+len(dead) != 0 {
+		t.Fatalf("rescue at the lease's end: %v %v %v, want nothing", rescued, dead, err)
+	}
+	at := now.Add(lease + time.Microsecond)
+	rescued, dead, err := ex.RescueExpired(context.Background(), at, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rescued, []int64{retryable.ID}) || !slices.Equal(dead, []int64{spent.ID}) {
+		t.Fatalf("rescued %v dead %v, want [%d] and [%d]", rescued, dead, retryable.ID, spent.ID)
+	}
+	r := getJob(t, ex, retryable.ID)
+	if r.State != weirtype.StateAvailable || r.Attempt != 1 || r.LeaseOwner != "" || len(r.Errors) != 1 ||
+		r.Errors[0].Type != weirtype.ErrorTypeLeaseExpired || r.Errors[0].Attempt != 1 || !r.Errors[0].At.Equal(at) {
+		t.Fatalf("rescued job %+v", *r)
+	}
+	d := getJob(t, ex, spent.ID)
+	if d.State != weirtype.StateDead || !d.FinalizedAt.Equal(at) {
+		t.Fatalf("spent job %+v", *d)
+	}
+	dls, err := ex.ListDeadLetters(context.Background(), store.DeadLetterFilter{Reason: weirtype.AbandonMaxAttempts})
+	if err != nil || len(dls) != 1 || dls[0].JobID != spent.ID || dls[0].ErrorType != weirtype.ErrorTypeLeaseExpired {
+		t.Fatalf("dead letters %+v, %v", dls, err)
+	}
+	if _, err := ex.Complete(context.Background(), at, retryable.ID, "w1"); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("the crashed worker completed a rescued job: %v", err)
+	}
+}
+
+func testReleaseOwned(t *testing.T, h Harness) {
+	s := migrated(t, h)
+	ex := s.Executor()
+	a := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "ro1"}, "w1")
+	b := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "ro2"}, "w1")
+	c := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "ro3"}, "w2")
+	released, err := ex.ReleaseOwned(context.Background(), now, "w1", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(released)
+	if !slices.Equal(released, []int64{a.ID, b.ID}) {
+		t.Fatalf("released %v, want %v", released, []int64{a.ID, b.ID})
+	}
+	for _, id := range released {
+		j := getJob(t, ex, id)
+		if j.State != weirtype.StateAvailable || j.Attempt != 0 || j.LeaseOwner != "" || len(j.Errors) != 1 || j.Errors[0].Type != weirtype.ErrorTypeReleased {
+			t.Fatalf("released job %+v", *j)
+		}
+	}
+	if j := getJob(t, ex, c.ID); j.State != weirtype.StateRunning || j.LeaseOwner != "w2" {
+		t.Fatalf("w2's job was released: %+v", *j)
+	}
+	kept, err := ex.ReleaseOwned(context.Background(), now, "w2", false)
+	if err != nil || !slices.Equal(kept, []int64{c.ID}) {
+		t.Fatalf("release of w2: %v, %v", kept, err)
+	}
+	if j := getJob(t, ex, c.ID); j.Attempt != 1 || j.State != weirtype.StateAvailable {
+		t.Fatalf("released without giving back: %+v", *j)
+	}
+}
+
+func testDeadLetterOps(t *testing.T, h Harness) {
+	s := migrated(t, h)
+	ex := s.Executor()
+	abandon := func(kind string, reason weirtype.AbandonReason, at time.Time) *weirtype.Job {
+		j := claimOne(t, ex, store.InsertParams{Kind: kind, IdempotencyKey: fmt.Sprintf("%s-%s-%d", kind, reason, at.Unix())}, "w")
+		if _, err := ex.Fail(context.Background(), store.FailParams{Now: at, ID: j.ID, Owner: "w", Error: attemptErr(1, "boom"), Abandon: reason}); err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	a1 := abandon("a", weirtype.AbandonMaxAttempts, now.Add(1*time.Hour))
+	a2 := abandon("a", weirtype.AbandonPermanent, now.Add(2*time.Hour))
+	b1 := abandon("b", weirtype.AbandonDeadline, now.Add(3*time.Hour))
+
+	list := func(f store.DeadLetterFilter) []int64 {
+		t.Helper()
+		dls, err := ex.ListDeadLetters(context.Background(), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make([]int64, len(dls))
+		for i, d := range dls {
+			out[i] = d.JobID
+		}
+		return out
+	}
+	checks := []struct {
+		name string
+		f    store.DeadLetterFilter
+		want []int64
+	}{
+		{"all", store.DeadLetterFilter{}, []int64{a1.ID, a2.ID, b1.ID}},
+		{"kind", store.DeadLetterFilter{Kind: "a"}, []int64{a1.ID, a2.ID}},
+		{"reason", store.DeadLetterFilter{Reason: weirtype.AbandonDeadline}, []int64{b1.ID}},
+		{"failed before", store.DeadLetterFilter{FailedBefore: now.Add(2 * time.Hour)}, []int64{a1.ID}},
+		{"failed after", store.DeadLetterFilter{FailedAfter: now.Add(2 * time.Hour)}, []int64{a2.ID, b1.ID}},
+		{"limit", store.DeadLetterFilter{Limit: 2}, []int64{a1.ID, a2.ID}},
+	}
+	for _, c := range checks {
+		if got := list(c.f); !slices.Equal(got, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+	all, _ := ex.ListDeadLetters(context.Background(), store.DeadLetterFilter{})
+	if got := list(store.DeadLetterFilter{AfterID: all[0].ID}); !slices.Equal(got, []int64{a2.ID, b1.ID}) {
+		t.Errorf("after id: %v", got)
+	}
+	if got := list(store.DeadLetterFilter{IDs: []int64{all[2].ID}}); !slices.Equal(got, []int64{b1.ID}) {
+		t.Errorf("by ids: %v", got)
+	}
+	if n, err := ex.PurgeDeadLetters(context.Background(), store.DeadLetterFilter{IDs: []int64{}}); err != nil || n != 0 {
+		t.Fatalf("purge of an empty selection: %d, %v; want nothing purged", n, err)
+	}
+
+	requeued, err := ex.RequeueDeadLetters(context.Background(), now.Add(4*time.Hour), store.DeadLetterFilter{Kind: "a"})
+	slices.Sort(requeued)
+	if err != nil || !slices.Equal(requeued, []int64{a1.ID, a2.ID}) {
+		t.Fatalf("requeue: %v, %v", requeued, err)
+	}
+	for _, id := range requeued {
+		j := getJob(t, ex, id)
+		if j.State != weirtype.StateAvailable || j.Attempt != 0 || len(j.Errors) != 1 || !j.ScheduledAt.Equal(now.Add(4*time.Hour)) || !j.FinalizedAt.IsZero() {
+			t.Fatalf("requeued job %+v", *j)
+		}
+	}
+	if got := list(store.DeadLetterFilter{}); !slices.Equal(got, []int64{b1.ID}) {
+		t.Fatalf("after requeue the dead letters are %v, want only %d", got, b1.ID)
+	}
+	n, err := ex.PurgeDeadLetters(context.Background(), store.DeadLetterFilter{})
+	if err != nil || n != 1 {
+		t.Fatalf("purge: %d, %v", n, err)
+	}
+	if _, err := ex.GetJob(context.Background(), b1.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the purged dead letter's job remains: %v", err)
+	}
+	if got := list(store.DeadLetterFilter{}); len(got) != 0 {
+		t.Fatalf("dead letters after purge: %v", got)
+	}
+}
