@@ -66,25 +66,25 @@ type Executor interface {
 	// Owner until Now+LeaseFor. Concurrent claims never take the same job
 	// (PostgreSQL: FOR UPDATE SKIP LOCKED).
 	Claim(ctx context.Context, p ClaimParams) ([]*weirtype.Job, error)
-	// Heartbeat extends to now+leaseFor the leases that owner holds on
-	// ids, and returns the ids whose lease owner no longer holds (their
-	// handlers must stop).
-	Heartbeat(ctx context.Context, now time.Time, owner string, ids []int64, leaseFor time.Duration) (lost []int64, err error)
-	// Complete makes a job that owner holds completed, with FinalizedAt
-	// now and the lease dropped. It returns ErrLeaseLost, changing
-	// nothing, when owner does not hold the job.
-	Complete(ctx context.Context, now time.Time, id int64, owner string) (*weirtype.Job, error)
-	// Fail records a failed attempt of a job that owner holds: the error
+	// Heartbeat extends to now+leaseFor each of the leases still held,
+	// and returns the job ids of those no longer held (their handlers
+	// must stop).
+	Heartbeat(ctx context.Context, now time.Time, leases []Lease, leaseFor time.Duration) (lost []int64, err error)
+	// Complete makes the job of a lease still held completed, with
+	// FinalizedAt now and the lease dropped. It returns ErrLeaseLost,
+	// changing nothing, when the lease is no longer held.
+	Complete(ctx context.Context, now time.Time, l Lease) (*weirtype.Job, error)
+	// Fail records a failed attempt of a job whose lease is held: the error
 	// is appended to the job's errors and the lease dropped. With an empty
 	// Abandon the job is scheduled to run again at RetryAt (available if
 	// that is not after Now); with a reason, the job becomes dead and a
 	// dead letter is written in the same transaction. ErrLeaseLost when
-	// owner does not hold the job.
+	// the lease is no longer held.
 	Fail(ctx context.Context, p FailParams) (*weirtype.Job, error)
-	// Snooze puts a job that owner holds back to scheduled at until,
-	// giving back the attempt it used (Attempt one less) and dropping the
-	// lease. ErrLeaseLost when owner does not hold the job.
-	Snooze(ctx context.Context, now time.Time, id int64, owner string, until time.Time) (*weirtype.Job, error)
+	// Snooze puts the job of a lease still held back to scheduled at
+	// until, giving back the attempt it used (Attempt one less) and
+	// dropping the lease. ErrLeaseLost when the lease is no longer held.
+	Snooze(ctx context.Context, now time.Time, l Lease, until time.Time) (*weirtype.Job, error)
 	// Cancel makes a job that is not final cancelled, whoever holds it (a
 	// running job's worker then finds its lease lost). ErrFinal, changing
 	// nothing, for a final job; ErrNotFound for a missing one.
@@ -125,11 +125,26 @@ type ClaimParams struct {
 	LeaseFor time.Duration
 }
 
+// Lease names one attempt of a running job and the worker that holds it.
+// A lease is held while the job is running, by Owner, at Attempt: once the
+// job is rescued, released or cancelled, the lease is lost, and stays lost
+// even if the same owner claims the job again for a later attempt, so that
+// a stale handler can never finish the newer attempt.
+type Lease struct {
+	ID      int64
+	Owner   string
+	Attempt int
+}
+
+// LeaseOf returns the lease of a job as Claim returned it.
+func LeaseOf(j *weirtype.Job) Lease {
+	return Lease{ID: j.ID, Owner: j.LeaseOwner, Attempt: j.Attempt}
+}
+
 // FailParams is what Fail takes.
 type FailParams struct {
 	Now   time.Time
-	ID    int64
-	Owner string
+	Lease Lease
 	// Error is the attempt's error, appended to the job's errors.
 	Error weirtype.AttemptError
 	// RetryAt is when the job may run again, when it is not abandoned;

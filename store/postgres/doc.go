@@ -47,9 +47,12 @@
 // of processes, never take one job. The claimed jobs are sorted back into
 // claim order, which RETURNING does not keep.
 //
-// Complete, Fail and Snooze are guarded by the lease in their WHERE
-// (state = 'running' AND lease_owner = the worker): a worker whose lease
-// was lost writes nothing and gets store.ErrLeaseLost. RescueExpired takes
+// Heartbeat, Complete, Fail and Snooze are guarded by the lease in their
+// WHERE (state = 'running' AND lease_owner = the worker AND attempt = the
+// lease's attempt): a worker whose lease was lost writes nothing and gets
+// store.ErrLeaseLost, even when it has claimed the job again since, for a
+// later attempt. Heartbeat extends any number of leases in one UPDATE … FROM
+// unnest(ids, owners, attempts). RescueExpired takes
 // the oldest expired leases with FOR UPDATE SKIP LOCKED, so rescuers that
 // run at once never handle one job twice. A job abandoned by Fail or by a
 // rescue, and its row in weir_dead_letters, are written by one statement

@@ -34,9 +34,10 @@ const deadLetterColumns = `id, job_id, kind, queue, source, idempotency_key, pay
 // dropLease is the SET list that drops a job's lease.
 const dropLease = `lease_owner = '', lease_expires_at = NULL`
 
-// held is the guard of a write by the worker that holds the job: $1 is the
-// job's id, $2 the worker.
-const held = `id = $1 AND state = 'running' AND lease_owner = $2`
+// held is the guard of a write by the worker that holds the job's lease:
+// $1 is the job's id, $2 the worker, $3 the attempt. A lease of an earlier
+// attempt, even the same worker's, does not match.
+const held = `id = $1 AND state = 'running' AND lease_owner = $2 AND attempt = $3::bigint`
 
 func newLifecycleQueries(schema string) lifecycleQueries {
 	jobs := schema + `.weir_jobs`
@@ -66,18 +67,21 @@ WHERE id IN (
 	LIMIT $3
 	FOR UPDATE SKIP LOCKED)
 RETURNING ` + jobColumns,
-		heartbeat: `UPDATE ` + jobs + ` SET lease_expires_at = $4::timestamptz, updated_at = $3::timestamptz
-WHERE id = ANY($1::bigint[]) AND state = 'running' AND lease_owner = $2
-RETURNING id`,
-		complete: `UPDATE ` + jobs + ` SET state = 'completed', finalized_at = $3::timestamptz, updated_at = $3::timestamptz, ` + dropLease + `
+		// The leases come as three arrays of one length: job ids, owners
+		// and attempts. A job named twice is updated once.
+		heartbeat: `UPDATE ` + jobs + ` AS j SET lease_expires_at = $5::timestamptz, updated_at = $4::timestamptz
+FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS l(id, owner, attempt)
+WHERE j.id = l.id AND j.state = 'running' AND j.lease_owner = l.owner AND j.attempt = l.attempt
+RETURNING j.id, j.lease_owner, j.attempt`,
+		complete: `UPDATE ` + jobs + ` SET state = 'completed', finalized_at = $4::timestamptz, updated_at = $4::timestamptz, ` + dropLease + `
 WHERE ` + held + `
 RETURNING ` + jobColumns,
 		failRetry: `UPDATE ` + jobs + ` SET
-	state = $6,
-	scheduled_at = $5::timestamptz,
-	updated_at = $3::timestamptz,
+	state = $7,
+	scheduled_at = $6::timestamptz,
+	updated_at = $4::timestamptz,
 	` + dropLease + `,
-	errors = errors || jsonb_build_array($4::jsonb)
+	errors = errors || jsonb_build_array($5::jsonb)
 WHERE ` + held + `
 RETURNING ` + jobColumns,
 		// The job and its dead letter, in one statement: the INSERT reads
@@ -85,31 +89,31 @@ RETURNING ` + jobColumns,
 		failAbandon: `WITH job AS (
 	UPDATE ` + jobs + ` SET
 		state = 'dead',
-		finalized_at = $3::timestamptz,
-		updated_at = $3::timestamptz,
+		finalized_at = $4::timestamptz,
+		updated_at = $4::timestamptz,
 		` + dropLease + `,
-		errors = errors || jsonb_build_array($4::jsonb)
+		errors = errors || jsonb_build_array($5::jsonb)
 	WHERE ` + held + `
 	RETURNING ` + jobColumns + `
 ), letter AS (
 	` + insertLetter + `
 	SELECT id, kind, queue, source, idempotency_key, payload,
-		attempt, $5::text, $6::text, $7::text, errors, created_at, $3::timestamptz
+		attempt, $6::text, $7::text, $8::text, errors, created_at, $4::timestamptz
 	FROM job
 )
 SELECT ` + jobColumns + ` FROM job`,
 		snooze: `UPDATE ` + jobs + ` SET
 	state = 'scheduled',
-	scheduled_at = $4::timestamptz,
+	scheduled_at = $5::timestamptz,
 	attempt = greatest(attempt - 1, 0),
-	updated_at = $3::timestamptz,
+	updated_at = $4::timestamptz,
 	` + dropLease + `
 WHERE ` + held + `
 RETURNING ` + jobColumns,
 		cancel: `UPDATE ` + jobs + ` SET state = 'cancelled', finalized_at = $2::timestamptz, updated_at = $2::timestamptz, ` + dropLease + `
 WHERE id = $1 AND state IN ('available', 'scheduled', 'running')
 RETURNING ` + jobColumns,
-		jobLease: `SELECT state, lease_owner FROM ` + jobs + ` WHERE id = $1`,
+		jobLease: `SELECT state, lease_owner, attempt FROM ` + jobs + ` WHERE id = $1`,
 		// Oldest lease first, read from weir_jobs_lease in its order
 		// (no tie-break by id, which would sort), skipping the jobs
 		// another rescuer (or any writer) has locked: two rescuers never
@@ -228,6 +232,18 @@ func checkOwner(op, owner string) error {
 	return nil
 }
 
+// checkLease refuses a lease that no claim returns: one without an owner
+// or with an attempt below 1.
+func checkLease(op string, l store.Lease) error {
+	if l.Owner == "" {
+		return invalid(op, "lease of job %d: owner is empty", l.ID)
+	}
+	if l.Attempt < 1 {
+		return invalid(op, "lease of job %d: attempt %d is less than 1", l.ID, l.Attempt)
+	}
+	return nil
+}
+
 func checkLeaseFor(op string, d time.Duration) error {
 	if d <= 0 {
 		return invalid(op, "lease duration %v is not positive", d)
@@ -332,61 +348,76 @@ func (e executor) Claim(ctx context.Context, p store.ClaimParams) ([]*weirtype.J
 	return jobs, nil
 }
 
-// Heartbeat extends the leases owner holds on ids, in one statement, and
-// returns the others, in the order of ids; see store.Executor. A lease that
-// has ended but whose job has not been rescued yet is still owner's, and is
-// extended.
-func (e executor) Heartbeat(ctx context.Context, now time.Time, owner string, ids []int64, leaseFor time.Duration) ([]int64, error) {
+// Heartbeat extends the leases still held, in one statement, and returns
+// the ids of the jobs of the others, in the order of leases, each once; see
+// store.Executor. A lease that has ended but whose job has not been rescued
+// yet is still held, and is extended.
+func (e executor) Heartbeat(ctx context.Context, now time.Time, leases []store.Lease, leaseFor time.Duration) ([]int64, error) {
 	const op = "heartbeat"
-	if err := firstErr(checkOwner(op, owner), checkLeaseFor(op, leaseFor), checkNow(op, now)); err != nil {
+	if err := firstErr(checkLeaseFor(op, leaseFor), checkNow(op, now)); err != nil {
 		return nil, err
 	}
-	if len(ids) == 0 {
+	ids := make([]int64, len(leases))
+	owners := make([]string, len(leases))
+	attempts := make([]int64, len(leases))
+	for i, l := range leases {
+		if err := checkLease(op, l); err != nil {
+			return nil, err
+		}
+		ids[i], owners[i], attempts[i] = l.ID, l.Owner, int64(l.Attempt)
+	}
+	if len(leases) == 0 {
 		return nil, nil
 	}
 	now = micro(now)
-	var kept []int64
+	var kept []store.Lease
 	err := e.run(ctx, func(q querier) error {
-		rows, err := q.Query(ctx, e.s.sql.heartbeat, ids, owner, now, micro(now.Add(leaseFor)))
+		rows, err := q.Query(ctx, e.s.sql.heartbeat, ids, owners, attempts, now, micro(now.Add(leaseFor)))
 		if err != nil {
 			return err
 		}
-		kept, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		kept, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Lease, error) {
+			var l store.Lease
+			err := row.Scan(&l.ID, &l.Owner, &l.Attempt)
+			return l, err
+		})
 		return err
 	})
 	if err != nil {
 		return nil, dbError(op, err)
 	}
-	seen := make(map[int64]bool, len(ids))
-	for _, id := range kept {
-		seen[id] = true
+	extended := make(map[store.Lease]bool, len(kept))
+	for _, l := range kept {
+		extended[l] = true
 	}
+	reported := make(map[int64]bool)
 	var lost []int64
-	for _, id := range ids {
-		if !seen[id] {
-			seen[id] = true
-			lost = append(lost, id)
+	for _, l := range leases {
+		if !extended[l] && !reported[l.ID] {
+			reported[l.ID] = true
+			lost = append(lost, l.ID)
 		}
 	}
 	return lost, nil
 }
 
-// Complete makes a job owner holds completed; see store.Executor.
-func (e executor) Complete(ctx context.Context, now time.Time, id int64, owner string) (*weirtype.Job, error) {
+// Complete makes the job of a lease still held completed; see
+// store.Executor.
+func (e executor) Complete(ctx context.Context, now time.Time, l store.Lease) (*weirtype.Job, error) {
 	const op = "complete"
-	if err := firstErr(checkOwner(op, owner), checkNow(op, now)); err != nil {
+	if err := firstErr(checkLease(op, l), checkNow(op, now)); err != nil {
 		return nil, err
 	}
-	return e.held(ctx, op, id, owner, e.s.sql.complete, micro(now))
+	return e.held(ctx, op, l, e.s.sql.complete, micro(now))
 }
 
-// Fail records a failed attempt of a job owner holds; see store.Executor.
-// The error's At is kept to the microsecond, in UTC, and its Message and
-// Type with any NUL byte or invalid UTF-8 replaced by U+FFFD, which
-// PostgreSQL cannot store. A zero RetryAt retries at Now.
+// Fail records a failed attempt of the job of a lease still held; see
+// store.Executor. The error's At is kept to the microsecond, in UTC, and
+// its Message and Type with any NUL byte or invalid UTF-8 replaced by
+// U+FFFD, which PostgreSQL cannot store. A zero RetryAt retries at Now.
 func (e executor) Fail(ctx context.Context, p store.FailParams) (*weirtype.Job, error) {
 	const op = "fail"
-	if err := firstErr(checkOwner(op, p.Owner), checkNow(op, p.Now)); err != nil {
+	if err := firstErr(checkLease(op, p.Lease), checkNow(op, p.Now)); err != nil {
 		return nil, err
 	}
 	if p.Abandon != "" && !knownReason(p.Abandon) {
@@ -403,7 +434,7 @@ func (e executor) Fail(ctx context.Context, p store.FailParams) (*weirtype.Job, 
 		return nil, invalid(op, "error: %v", err)
 	}
 	if p.Abandon != "" {
-		return e.held(ctx, op, p.ID, p.Owner, e.s.sql.failAbandon, now, string(errJSON), ae.Message, ae.Type, string(p.Abandon))
+		return e.held(ctx, op, p.Lease, e.s.sql.failAbandon, now, string(errJSON), ae.Message, ae.Type, string(p.Abandon))
 	}
 	retryAt := now
 	if !p.RetryAt.IsZero() {
@@ -413,57 +444,59 @@ func (e executor) Fail(ctx context.Context, p store.FailParams) (*weirtype.Job, 
 	if retryAt.After(now) {
 		state = weirtype.StateScheduled
 	}
-	return e.held(ctx, op, p.ID, p.Owner, e.s.sql.failRetry, now, string(errJSON), retryAt, string(state))
+	return e.held(ctx, op, p.Lease, e.s.sql.failRetry, now, string(errJSON), retryAt, string(state))
 }
 
-// Snooze puts a job owner holds back to scheduled at until, giving back its
-// attempt; see store.Executor.
-func (e executor) Snooze(ctx context.Context, now time.Time, id int64, owner string, until time.Time) (*weirtype.Job, error) {
+// Snooze puts the job of a lease still held back to scheduled at until,
+// giving back its attempt; see store.Executor.
+func (e executor) Snooze(ctx context.Context, now time.Time, l store.Lease, until time.Time) (*weirtype.Job, error) {
 	const op = "snooze"
-	if err := firstErr(checkOwner(op, owner), checkNow(op, now)); err != nil {
+	if err := firstErr(checkLease(op, l), checkNow(op, now)); err != nil {
 		return nil, err
 	}
 	if until.IsZero() {
 		return nil, invalid(op, "until is the zero time")
 	}
-	return e.held(ctx, op, id, owner, e.s.sql.snooze, micro(now), micro(until))
+	return e.held(ctx, op, l, e.s.sql.snooze, micro(now), micro(until))
 }
 
 // held runs sql, a write guarded by the lease, with $1 the job's id, $2
-// the owner and args after them, and returns the job it wrote. When it
-// writes nothing, owner does not hold the job: the error wraps
+// the owner, $3 the attempt and args after them, and returns the job it
+// wrote. When it writes nothing, the lease is not held: the error wraps
 // store.ErrLeaseLost, and store.ErrNotFound too when there is no such job.
-func (e executor) held(ctx context.Context, op string, id int64, owner, sql string, args ...any) (*weirtype.Job, error) {
+func (e executor) held(ctx context.Context, op string, l store.Lease, sql string, args ...any) (*weirtype.Job, error) {
 	var job *weirtype.Job
 	err := e.run(ctx, func(q querier) error {
 		var err error
-		job, err = scanJob(q.QueryRow(ctx, sql, append([]any{id, owner}, args...)...))
+		job, err = scanJob(q.QueryRow(ctx, sql, append([]any{l.ID, l.Owner, int64(l.Attempt)}, args...)...))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return e.leaseLost(ctx, q, op, id, owner)
+			return e.leaseLost(ctx, q, op, l)
 		}
 		if err != nil {
-			return dbError(fmt.Sprintf("%s job %d", op, id), err)
+			return dbError(fmt.Sprintf("%s job %d", op, l.ID), err)
 		}
 		return nil
 	})
 	return job, err
 }
 
-// leaseLost says why owner's guarded write of job id wrote nothing. It
-// reads the job after the fact, for the message: it only explains.
-func (e executor) leaseLost(ctx context.Context, q querier, op string, id int64, owner string) error {
+// leaseLost says why a write guarded by lease l wrote nothing. It reads the
+// job after the fact, for the message: it only explains.
+func (e executor) leaseLost(ctx context.Context, q querier, op string, l store.Lease) error {
 	var state weirtype.State
 	var holder string
-	err := q.QueryRow(ctx, e.s.sql.jobLease, id).Scan(&state, &holder)
+	var attempt int
+	err := q.QueryRow(ctx, e.s.sql.jobLease, l.ID).Scan(&state, &holder, &attempt)
+	who := fmt.Sprintf("postgres: %s job %d by %s at attempt %d", op, l.ID, l.Owner, l.Attempt)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("postgres: %s job %d by %s: %w: %w", op, id, owner, store.ErrNotFound, store.ErrLeaseLost)
+		return fmt.Errorf("%s: %w: %w", who, store.ErrNotFound, store.ErrLeaseLost)
 	case err != nil:
-		return dbError(fmt.Sprintf("%s job %d", op, id), err)
+		return dbError(fmt.Sprintf("%s job %d", op, l.ID), err)
 	case state == weirtype.StateRunning:
-		return fmt.Errorf("postgres: %s job %d by %s: held by %s: %w", op, id, owner, holder, store.ErrLeaseLost)
+		return fmt.Errorf("%s: held by %s at attempt %d: %w", who, holder, attempt, store.ErrLeaseLost)
 	default:
-		return fmt.Errorf("postgres: %s job %d by %s: job is %s: %w", op, id, owner, state, store.ErrLeaseLost)
+		return fmt.Errorf("%s: job is %s: %w", who, state, store.ErrLeaseLost)
 	}
 }
 
@@ -486,8 +519,7 @@ func (e executor) Cancel(ctx context.Context, now time.Time, id int64) (*weirtyp
 				return err
 			}
 			var state weirtype.State
-			var holder string
-			err = q.QueryRow(ctx, e.s.sql.jobLease, id).Scan(&state, &holder)
+			err = q.QueryRow(ctx, e.s.sql.jobLease, id).Scan(&state, nil, nil)
 			switch {
 			case errors.Is(err, pgx.ErrNoRows):
 				return fmt.Errorf("job %d: %w", id, store.ErrNotFound)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -137,9 +138,9 @@ func TestFailRecordsTextPostgresCannotStore(t *testing.T) {
 	ex := s.Executor()
 	for i, abandon := range []weirtype.AbandonReason{"", weirtype.AbandonPermanent} {
 		queue := fmt.Sprint("q", i)
-		j := insert(t, ex, store.InsertParams{Kind: "k", Queue: queue}).Job
-		claimAt(t, ex, now, queue, "w", 1, time.Minute)
-		got, err := ex.Fail(ctx, store.FailParams{Now: now, ID: j.ID, Owner: "w", RetryAt: now, Abandon: abandon,
+		insert(t, ex, store.InsertParams{Kind: "k", Queue: queue})
+		j := claimAt(t, ex, now, queue, "w", 1, time.Minute)[0]
+		got, err := ex.Fail(ctx, store.FailParams{Now: now, Lease: store.LeaseOf(j), RetryAt: now, Abandon: abandon,
 			Error: weirtype.AttemptError{Attempt: 1, At: now, Message: "bad\x00byte \xff", Type: "*T\x00"}})
 		if err != nil {
 			t.Fatalf("fail (abandon %q): %v", abandon, err)
@@ -202,8 +203,8 @@ func TestLifecycleInCallersTransaction(t *testing.T) {
 	// again, abandoned, purged.
 	later := now.Add(time.Hour)
 	inTx(true, func(ex store.Executor) {
-		claimAt(t, ex, now, store.DefaultQueue, "w", 1, time.Second)
-		if lost, err := ex.Heartbeat(ctx, now, "w", []int64{j.ID}, time.Second); err != nil || len(lost) != 0 {
+		claimed := claimAt(t, ex, now, store.DefaultQueue, "w", 1, time.Second)
+		if lost, err := ex.Heartbeat(ctx, now, []store.Lease{store.LeaseOf(claimed[0])}, time.Second); err != nil || len(lost) != 0 {
 			t.Fatalf("heartbeat: %v, %v", lost, err)
 		}
 		if _, _, err := ex.RescueExpired(ctx, now.Add(time.Minute), 10); err != nil {
@@ -212,8 +213,8 @@ func TestLifecycleInCallersTransaction(t *testing.T) {
 		if ids, err := ex.RequeueDeadLetters(ctx, later, store.DeadLetterFilter{}); err != nil || !slices.Equal(ids, []int64{j.ID}) {
 			t.Fatalf("requeue: %v, %v", ids, err)
 		}
-		claimAt(t, ex, later, store.DefaultQueue, "w", 1, time.Second)
-		if _, err := ex.Fail(ctx, store.FailParams{Now: later, ID: j.ID, Owner: "w", Error: weirtype.AttemptError{Attempt: 1, At: later, Message: "x"}, Abandon: weirtype.AbandonTTL}); err != nil {
+		again := claimAt(t, ex, later, store.DefaultQueue, "w", 1, time.Second)
+		if _, err := ex.Fail(ctx, store.FailParams{Now: later, Lease: store.LeaseOf(again[0]), Error: weirtype.AttemptError{Attempt: 1, At: later, Message: "x"}, Abandon: weirtype.AbandonTTL}); err != nil {
 			t.Fatal(err)
 		}
 		if n, err := ex.PurgeDeadLetters(ctx, store.DeadLetterFilter{Reason: weirtype.AbandonTTL}); err != nil || n != 1 {
@@ -222,6 +223,53 @@ func TestLifecycleInCallersTransaction(t *testing.T) {
 	})
 	if _, err := s.Executor().GetJob(ctx, j.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the purged job after commit: %v", err)
+	}
+}
+
+// One heartbeat statement takes leases of any owners and attempts: it
+// extends exactly those still held, and reports each other job once, in the
+// order given, however often it is named.
+func TestHeartbeatMatchesEachLeaseWhole(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := migrated(t)
+	ex := s.Executor()
+	insert(t, ex, store.InsertParams{Kind: "k", Queue: "a"})
+	insert(t, ex, store.InsertParams{Kind: "k", Queue: "b"})
+	a := claimAt(t, ex, now, "a", "w1", 1, time.Second)[0]
+	b := claimAt(t, ex, now, "b", "w2", 1, time.Second)[0]
+	la, lb := store.LeaseOf(a), store.LeaseOf(b)
+	at := now.Add(500 * time.Millisecond)
+	lost, err := ex.Heartbeat(ctx, at, []store.Lease{
+		{ID: b.ID, Owner: "w2", Attempt: 2}, // a later attempt than b's
+		la,
+		{ID: a.ID, Owner: "w2", Attempt: 1}, // a held by w1
+		lb, la,                              // named twice
+		{ID: b.ID, Owner: "w2", Attempt: 1 << 40}, // beyond integer
+		{ID: 999999, Owner: "w1", Attempt: 1},
+	}, time.Minute)
+	if err != nil || !slices.Equal(lost, []int64{b.ID, a.ID, 999999}) {
+		t.Fatalf("heartbeat: lost %v, %v; want [%d %d 999999]", lost, err, b.ID, a.ID)
+	}
+	for _, j := range []*weirtype.Job{a, b} {
+		got, err := ex.GetJob(ctx, j.ID)
+		if err != nil || !got.LeaseExpiresAt.Equal(at.Add(time.Minute)) || !got.UpdatedAt.Equal(at) {
+			t.Fatalf("job %d after the heartbeat: %+v, %v", j.ID, got, err)
+		}
+	}
+	// The rescued and reclaimed job's stale lease is lost, and the error
+	// says who holds the job now, at which attempt.
+	later := at.Add(2 * time.Minute)
+	if rescued, _, err := ex.RescueExpired(ctx, later, 10); err != nil || len(rescued) != 2 {
+		t.Fatalf("rescue: %v, %v", rescued, err)
+	}
+	claimAt(t, ex, later, "a", "w1", 1, time.Minute)
+	_, err = ex.Complete(ctx, later, la)
+	if want := "held by w1 at attempt 2"; !errors.Is(err, store.ErrLeaseLost) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("complete of the stale attempt: %v; want ErrLeaseLost, %q", err, want)
+	}
+	if lost, err := ex.Heartbeat(ctx, later, []store.Lease{la, lb}, time.Minute); err != nil || !slices.Equal(lost, []int64{a.ID, b.ID}) {
+		t.Fatalf("heartbeat of the stale leases: lost %v, %v", lost, err)
 	}
 }
 
@@ -236,15 +284,39 @@ func TestLifecycleRefusesBadParams(t *testing.T) {
 		"claim lease 0": func() error { p := ok; p.LeaseFor = 0; _, err := ex.Claim(ctx, p); return err },
 		"claim no now":  func() error { p := ok; p.Now = time.Time{}; _, err := ex.Claim(ctx, p); return err },
 		"heartbeat no owner": func() error {
-			_, err := ex.Heartbeat(ctx, now, "", []int64{1}, time.Second)
+			_, err := ex.Heartbeat(ctx, now, []store.Lease{{ID: 1, Owner: "w", Attempt: 1}, {ID: 2, Attempt: 1}}, time.Second)
 			return err
 		},
-		"complete no owner": func() error { _, err := ex.Complete(ctx, now, 1, ""); return err },
+		"heartbeat attempt 0": func() error {
+			_, err := ex.Heartbeat(ctx, now, []store.Lease{{ID: 1, Owner: "w"}}, time.Second)
+			return err
+		},
+		"heartbeat lease 0": func() error {
+			_, err := ex.Heartbeat(ctx, now, []store.Lease{{ID: 1, Owner: "w", Attempt: 1}}, 0)
+			return err
+		},
+		"complete no owner":  func() error { _, err := ex.Complete(ctx, now, store.Lease{ID: 1, Attempt: 1}); return err },
+		"complete attempt 0": func() error { _, err := ex.Complete(ctx, now, store.Lease{ID: 1, Owner: "w"}); return err },
+		"complete attempt -1": func() error {
+			_, err := ex.Complete(ctx, now, store.Lease{ID: 1, Owner: "w", Attempt: -1})
+			return err
+		},
 		"fail unknown reason": func() error {
-			_, err := ex.Fail(ctx, store.FailParams{Now: now, ID: 1, Owner: "w", Abandon: "bored"})
+			_, err := ex.Fail(ctx, store.FailParams{Now: now, Lease: store.Lease{ID: 1, Owner: "w", Attempt: 1}, Abandon: "bored"})
 			return err
 		},
-		"snooze no until":      func() error { _, err := ex.Snooze(ctx, now, 1, "w", time.Time{}); return err },
+		"fail attempt 0": func() error {
+			_, err := ex.Fail(ctx, store.FailParams{Now: now, Lease: store.Lease{ID: 1, Owner: "w"}})
+			return err
+		},
+		"snooze no until": func() error {
+			_, err := ex.Snooze(ctx, now, store.Lease{ID: 1, Owner: "w", Attempt: 1}, time.Time{})
+			return err
+		},
+		"snooze no owner": func() error {
+			_, err := ex.Snooze(ctx, now, store.Lease{ID: 1, Attempt: 1}, now.Add(time.Minute))
+			return err
+		},
 		"cancel no now":        func() error { _, err := ex.Cancel(ctx, time.Time{}, 1); return err },
 		"rescue limit 0":       func() error { _, _, err := ex.RescueExpired(ctx, now, 0); return err },
 		"release no owner":     func() error { _, err := ex.ReleaseOwned(ctx, now, "", true); return err },
@@ -253,7 +325,11 @@ func TestLifecycleRefusesBadParams(t *testing.T) {
 		"requeue no now":       func() error { _, err := ex.RequeueDeadLetters(ctx, time.Time{}, store.DeadLetterFilter{}); return err },
 		"purge unknown reason": func() error { _, err := ex.PurgeDeadLetters(ctx, store.DeadLetterFilter{Reason: "bored"}); return err },
 		"owner with a NUL": func() error {
-			_, err := ex.Complete(ctx, now, 1, "w\x00")
+			_, err := ex.Complete(ctx, now, store.Lease{ID: 1, Owner: "w\x00", Attempt: 1})
+			return err
+		},
+		"heartbeat owner with a NUL": func() error {
+			_, err := ex.Heartbeat(ctx, now, []store.Lease{{ID: 1, Owner: "w\x00", Attempt: 1}}, time.Second)
 			return err
 		},
 	}
@@ -271,9 +347,9 @@ func TestDeadLetterTimeBoundsAreExact(t *testing.T) {
 	ctx := context.Background()
 	s := migrated(t)
 	ex := s.Executor()
-	j := insert(t, ex, store.InsertParams{Kind: "k"}).Job
-	claimAt(t, ex, now, store.DefaultQueue, "w", 1, time.Second)
-	if _, err := ex.Fail(ctx, store.FailParams{Now: now, ID: j.ID, Owner: "w", Abandon: weirtype.AbandonPermanent}); err != nil {
+	insert(t, ex, store.InsertParams{Kind: "k"})
+	j := claimAt(t, ex, now, store.DefaultQueue, "w", 1, time.Second)[0]
+	if _, err := ex.Fail(ctx, store.FailParams{Now: now, Lease: store.LeaseOf(j), Abandon: weirtype.AbandonPermanent}); err != nil {
 		t.Fatal(err)
 	}
 	count := func(f store.DeadLetterFilter) int {
@@ -339,7 +415,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 			b.Fatalf("claimed %d jobs, %v", len(jobs), err)
 		}
 		for _, j := range jobs {
-			if _, err := ex.Complete(ctx, now, j.ID, "bench"); err != nil {
+			if _, err := ex.Complete(ctx, now, store.LeaseOf(j)); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -63,9 +63,11 @@
 // one UPDATE ... WHERE id IN (SELECT ... ORDER BY priority DESC,
 // scheduled_at, id LIMIT n) RETURNING ...: no row locks are needed for
 // two claims never to take the same job. A worker's writes to a job it
-// holds (Complete, Fail, Snooze) are single UPDATEs guarded by state =
-// 'running' AND lease_owner = the worker; when the guard fails, because
-// the lease expired and the job was rescued, released or cancelled, the
+// holds (Heartbeat, Complete, Fail, Snooze) are single UPDATEs guarded by
+// its store.Lease: state = 'running' AND lease_owner = the lease's owner
+// AND attempt = the lease's attempt. When the guard fails, because the
+// lease expired and the job was rescued, released or cancelled (and
+// perhaps claimed again, even by the same owner, for a later attempt), the
 // call returns store.ErrLeaseLost and changes nothing. An attempt's error
 // is appended to the job's JSON array of errors by SQLite's json_insert.
 //

@@ -93,7 +93,7 @@ func Example_deadLetters() {
 	}
 	fmt.Println("claimed:", jobs[0].Kind, "attempt", jobs[0].Attempt, "held by", jobs[0].LeaseOwner)
 	_, err = ex.Fail(ctx, store.FailParams{
-		Now: now.Add(time.Second), ID: jobs[0].ID, Owner: "worker-1",
+		Now: now.Add(time.Second), Lease: store.LeaseOf(jobs[0]),
 		Error:   weirtype.AttemptError{Attempt: 1, Message: "not UTF-8", Type: "*pipeline.DecodeError"},
 		Abandon: weirtype.AbandonPermanent,
 	})

@@ -21,10 +21,12 @@ import (
 // Every write runs in a write transaction on the single write connection
 // (or in the caller's transaction on it), so writes never interleave: a
 // statement that selects jobs and updates them is atomic without row locks.
-// The writes a worker makes to a job it holds (Complete, Fail, Snooze) are
-// guarded in their single UPDATE by state = 'running' AND lease_owner = the
-// worker: a job rescued, released or cancelled meanwhile is not touched and
-// the worker gets store.ErrLeaseLost.
+// The writes a worker makes to a job it holds (Complete, Fail, Snooze, and
+// Heartbeat) are guarded in their single UPDATE by state = 'running' AND
+// lease_owner = the lease's owner AND attempt = the lease's attempt: a job
+// rescued, released or cancelled meanwhile is not touched, even when the
+// same owner has claimed it again for a later attempt, and the worker gets
+// store.ErrLeaseLost.
 
 // claimJobs takes up to ?5 jobs of queue ?4 at time ?1 for owner ?2 until
 // ?3. Each arm of the UNION walks the claim index (state, queue, priority
@@ -150,15 +152,46 @@ func checkOwner(owner string) error {
 	return nil
 }
 
-const heartbeatJobs = `UPDATE weir_jobs SET lease_expires_at = ?
-	WHERE id IN (SELECT value FROM json_each(?)) AND state = 'running' AND lease_owner = ?
-	RETURNING id`
+// checkLease returns an error wrapping store.ErrInvalid, naming the field,
+// when l cannot be a lease Claim handed out: one without an owner, or at
+// an attempt less than 1. A lease of a missing job is not invalid: it is
+// lost.
+func checkLease(l store.Lease) error {
+	if err := checkOwner(l.Owner); err != nil {
+		return err
+	}
+	if l.Attempt < 1 {
+		return fmt.Errorf("%w: attempt %d is less than 1", store.ErrInvalid, l.Attempt)
+	}
+	return nil
+}
 
-// Heartbeat extends the leases owner holds on ids in one UPDATE, and
-// returns the others (each once, in the order of ids). It changes only
-// lease_expires_at: UpdatedAt says when the job last changed state.
-func (e executor) Heartbeat(ctx context.Context, now time.Time, owner string, ids []int64, leaseFor time.Duration) ([]int64, error) {
-	err := checkOwner(owner)
+// heartbeatJobs extends to ?1 the leases ?2, a JSON array of [id, owner,
+// attempt] arrays, still held. The join walks the leases and looks each job
+// up by its rowid, so it costs what the worker holds; NOT INDEXED keeps the
+// planner, which has no statistics, from walking every running job
+// through the index on state instead (the rowid still serves). A job
+// appears once in RETURNING however many times its lease was given.
+const heartbeatJobs = `UPDATE weir_jobs NOT INDEXED SET lease_expires_at = ?1
+	FROM (SELECT value ->> 0 AS lease_id, value ->> 1 AS lease_owner, value ->> 2 AS lease_attempt
+		FROM json_each(?2)) AS l
+	WHERE weir_jobs.id = l.lease_id AND weir_jobs.state = 'running'
+		AND weir_jobs.lease_owner = l.lease_owner AND weir_jobs.attempt = l.lease_attempt
+	RETURNING id, lease_owner, attempt`
+
+// Heartbeat extends the leases still held in one UPDATE, and returns the
+// job ids of the others (each id once, in the order of leases). A lease of
+// an earlier attempt is lost even when its owner holds the job's current
+// attempt. It changes only lease_expires_at: UpdatedAt says when the job
+// last changed state.
+func (e executor) Heartbeat(ctx context.Context, now time.Time, leases []store.Lease, leaseFor time.Duration) ([]int64, error) {
+	var err error
+	for i, l := range leases {
+		if err = checkLease(l); err != nil {
+			err = fmt.Errorf("lease %d (job %d): %w", i, l.ID, err)
+			break
+		}
+	}
 	if err == nil && leaseFor <= 0 {
 		err = fmt.Errorf("%w: lease-for %v is not positive", store.ErrInvalid, leaseFor)
 	}
@@ -171,100 +204,137 @@ func (e executor) Heartbeat(ctx context.Context, now time.Time, owner string, id
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat: %w", err)
 	}
-	if len(ids) == 0 {
+	if len(leases) == 0 {
 		return nil, nil
 	}
-	var held []int64
+	list, err := leaseList(leases)
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat: %w", err)
+	}
+	held := make(map[store.Lease]bool, len(leases))
 	err = e.write(ctx, func(tx *sql.Tx) error {
-		rows, err := e.s.stmts.query(ctx, tx, heartbeatJobs, encodeTime(now.Add(leaseFor)), idList(ids), owner)
+		clear(held)
+		rows, err := e.s.stmts.query(ctx, tx, heartbeatJobs, encodeTime(now.Add(leaseFor)), list)
 		if err != nil {
 			return err
 		}
-		held, err = scanIDs(rows)
-		return err
+		defer rows.Close()
+		for rows.Next() {
+			var l store.Lease
+			if err := rows.Scan(&l.ID, &l.Owner, &l.Attempt); err != nil {
+				return err
+			}
+			held[l] = true
+		}
+		return rows.Err()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("heartbeat of %s: %w", owner, err)
-	}
-	if len(held) == len(ids) {
-		return nil, nil
-	}
-	seen := make(map[int64]bool, len(ids))
-	for _, id := range held {
-		seen[id] = true
+		return nil, fmt.Errorf("heartbeat of %d leases: %w", len(leases), err)
 	}
 	var lost []int64
-	for _, id := range ids {
-		if !seen[id] {
-			lost = append(lost, id)
-			seen[id] = true
+	for _, l := range leases {
+		if !held[l] && !slices.Contains(lost, l.ID) {
+			lost = append(lost, l.ID)
 		}
 	}
 	return lost, nil
 }
 
-// guarded runs query, an UPDATE of one job guarded by "id = ? AND state =
-// 'running' AND lease_owner = ?" and returning jobColumns, in tx. It
-// returns an error wrapping store.ErrLeaseLost when the job is not running
-// held by owner, or does not exist.
-func (e executor) guarded(ctx context.Context, tx *sql.Tx, query string, id int64, owner string, args ...any) (*weirtype.Job, error) {
+// leaseList is leases as a JSON array of [id, owner, attempt] arrays, for
+// heartbeatJobs: one parameter however many leases.
+func leaseList(leases []store.Lease) (string, error) {
+	b := make([]byte, 0, 2+len(leases)*24)
+	b = append(b, '[')
+	for i, l := range leases {
+		owner, err := json.Marshal(l.Owner)
+		if err != nil {
+			return "", fmt.Errorf("lease %d (job %d): owner: %w", i, l.ID, err)
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		b = strconv.AppendInt(b, l.ID, 10)
+		b = append(b, ',')
+		b = append(b, owner...)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(l.Attempt), 10)
+		b = append(b, ']')
+	}
+	return string(append(b, ']')), nil
+}
+
+// leaseGuard is the guard of every write a worker makes to a job it holds:
+// ?2 is the job's id, ?3 and ?4 the owner and attempt of the lease, and ?1
+// is the time of the write. The statements that use it take their other
+// parameters from ?5 on.
+const leaseGuard = `WHERE id = ?2 AND state = 'running' AND lease_owner = ?3 AND attempt = ?4`
+
+// guarded runs query, an UPDATE of one job guarded by leaseGuard and
+// returning jobColumns, in tx, at time now for lease l, with the query's
+// own parameters more. It returns an error wrapping store.ErrLeaseLost
+// when l is no longer held: the job is not running, is held by another
+// owner or at another attempt, or does not exist.
+func (e executor) guarded(ctx context.Context, tx *sql.Tx, query string, now time.Time, l store.Lease, more ...any) (*weirtype.Job, error) {
+	args := append([]any{encodeTime(now), l.ID, l.Owner, l.Attempt}, more...)
 	job, err := scanJob(e.s.stmts.queryRow(ctx, tx, query, args...))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %s does not hold job %d", store.ErrLeaseLost, owner, id)
+		return nil, fmt.Errorf("%w: %s does not hold job %d at attempt %d", store.ErrLeaseLost, l.Owner, l.ID, l.Attempt)
 	}
 	return job, err
 }
 
 const completeJob = `UPDATE weir_jobs SET
 	state = 'completed', finalized_at = ?1, updated_at = ?1, lease_owner = '', lease_expires_at = NULL
-	WHERE id = ?2 AND state = 'running' AND lease_owner = ?3
+	` + leaseGuard + `
 	RETURNING ` + jobColumns
 
-// Complete makes the job owner holds completed. For a job owner does not
-// hold, or a missing one, it returns an error wrapping store.ErrLeaseLost.
-func (e executor) Complete(ctx context.Context, now time.Time, id int64, owner string) (*weirtype.Job, error) {
-	err := checkOwner(owner)
+// Complete makes the job of lease l completed. When l is no longer held,
+// or the job is missing, it returns an error wrapping store.ErrLeaseLost.
+func (e executor) Complete(ctx context.Context, now time.Time, l store.Lease) (*weirtype.Job, error) {
+	err := checkLease(l)
 	if err == nil {
 		err = checkNow(now)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("complete job %d: %w", id, err)
+		return nil, fmt.Errorf("complete job %d: %w", l.ID, err)
 	}
 	var job *weirtype.Job
 	err = e.write(ctx, func(tx *sql.Tx) (err error) {
-		job, err = e.guarded(ctx, tx, completeJob, id, owner, encodeTime(now), id, owner)
+		job, err = e.guarded(ctx, tx, completeJob, now, l)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("complete job %d: %w", id, err)
+		return nil, fmt.Errorf("complete job %d: %w", l.ID, err)
 	}
 	return job, nil
 }
 
-// retryJob and abandonJob append the attempt's error ?4 (JSON) to the
-// job's errors.
+// retryJob and abandonJob append the attempt's error ?5 (JSON) to the
+// job's errors; retryJob makes the job ?6 at ?7.
 const (
 	retryJob = `UPDATE weir_jobs SET
-		state = ?5, scheduled_at = ?6, updated_at = ?1, lease_owner = '', lease_expires_at = NULL,
-		errors = json_insert(errors, '$[#]', json(?4))
-		WHERE id = ?2 AND state = 'running' AND lease_owner = ?3
+		state = ?6, scheduled_at = ?7, updated_at = ?1, lease_owner = '', lease_expires_at = NULL,
+		errors = json_insert(errors, '$[#]', json(?5))
+		` + leaseGuard + `
 		RETURNING ` + jobColumns
 	abandonJob = `UPDATE weir_jobs SET
 		state = 'dead', finalized_at = ?1, updated_at = ?1, lease_owner = '', lease_expires_at = NULL,
-		errors = json_insert(errors, '$[#]', json(?4))
-		WHERE id = ?2 AND state = 'running' AND lease_owner = ?3
+		errors = json_insert(errors, '$[#]', json(?5))
+		` + leaseGuard + `
 		RETURNING ` + jobColumns
 )
 
-// Fail records the failed attempt of the job p.Owner holds: retried at
+// Fail records the failed attempt of the job of lease p.Lease: retried at
 // p.RetryAt, or, with p.Abandon, dead with its dead letter written in the
 // same transaction. A zero p.Error.At is taken as p.Now; the error's time
-// is kept, like every time, in UTC to the microsecond. For a job p.Owner
-// does not hold, or a missing one, it returns an error wrapping
+// is kept, like every time, in UTC to the microsecond. When the lease is
+// no longer held, or the job is missing, it returns an error wrapping
 // store.ErrLeaseLost.
 func (e executor) Fail(ctx context.Context, p store.FailParams) (*weirtype.Job, error) {
+	l := p.Lease
 	if err := checkFail(p); err != nil {
-		return nil, fmt.Errorf("fail job %d: %w", p.ID, err)
+		return nil, fmt.Errorf("fail job %d: %w", l.ID, err)
 	}
 	ae := p.Error
 	if ae.At.IsZero() {
@@ -273,36 +343,36 @@ func (e executor) Fail(ctx context.Context, p store.FailParams) (*weirtype.Job, 
 	ae.At = storedTime(ae.At)
 	b, err := json.Marshal(ae)
 	if err != nil {
-		return nil, fmt.Errorf("fail job %d: %w", p.ID, err)
+		return nil, fmt.Errorf("fail job %d: %w", l.ID, err)
 	}
 	var job *weirtype.Job
 	err = e.write(ctx, func(tx *sql.Tx) (err error) {
 		if p.Abandon == "" {
-			if p.RetryAt.IsZero() { // a zero retry time retries at once
-				p.RetryAt = p.Now
+			retryAt := p.RetryAt
+			if retryAt.IsZero() { // a zero retry time retries at once
+				retryAt = p.Now
 			}
 			state := weirtype.StateScheduled
-			if !p.RetryAt.After(p.Now) {
+			if !retryAt.After(p.Now) {
 				state = weirtype.StateAvailable
 			}
-			job, err = e.guarded(ctx, tx, retryJob, p.ID, p.Owner,
-				encodeTime(p.Now), p.ID, p.Owner, string(b), string(state), encodeTime(p.RetryAt))
+			job, err = e.guarded(ctx, tx, retryJob, p.Now, l, string(b), string(state), encodeTime(retryAt))
 			return err
 		}
-		job, err = e.guarded(ctx, tx, abandonJob, p.ID, p.Owner, encodeTime(p.Now), p.ID, p.Owner, string(b))
+		job, err = e.guarded(ctx, tx, abandonJob, p.Now, l, string(b))
 		if err != nil {
 			return err
 		}
-		return e.insertDeadLetters(ctx, tx, p.Now, p.Abandon, []int64{p.ID})
+		return e.insertDeadLetters(ctx, tx, p.Now, p.Abandon, []int64{l.ID})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("fail job %d: %w", p.ID, err)
+		return nil, fmt.Errorf("fail job %d: %w", l.ID, err)
 	}
 	return job, nil
 }
 
 func checkFail(p store.FailParams) error {
-	if err := checkOwner(p.Owner); err != nil {
+	if err := checkLease(p.Lease); err != nil {
 		return err
 	}
 	if err := checkNow(p.Now); err != nil {
@@ -358,18 +428,19 @@ func (e executor) insertDeadLetters(ctx context.Context, tx *sql.Tx, failedAt ti
 	return nil
 }
 
+// snoozeJob makes the job ?5 at ?6 and gives back its attempt.
 const snoozeJob = `UPDATE weir_jobs SET
-	state = ?4, scheduled_at = ?5, attempt = max(attempt - 1, 0), updated_at = ?1, lease_owner = '', lease_expires_at = NULL
-	WHERE id = ?2 AND state = 'running' AND lease_owner = ?3
+	state = ?5, scheduled_at = ?6, attempt = max(attempt - 1, 0), updated_at = ?1, lease_owner = '', lease_expires_at = NULL
+	` + leaseGuard + `
 	RETURNING ` + jobColumns
 
-// Snooze puts the job owner holds back to wait until until, giving back its
+// Snooze puts the job of lease l back to wait until until, giving back its
 // attempt. Like an insert or a retry, a job whose until is not after now
-// is available rather than scheduled (a claim takes it either way). For a
-// job owner does not hold, or a missing one, it returns an error wrapping
+// is available rather than scheduled (a claim takes it either way). When
+// l is no longer held, or the job is missing, it returns an error wrapping
 // store.ErrLeaseLost.
-func (e executor) Snooze(ctx context.Context, now time.Time, id int64, owner string, until time.Time) (*weirtype.Job, error) {
-	err := checkOwner(owner)
+func (e executor) Snooze(ctx context.Context, now time.Time, l store.Lease, until time.Time) (*weirtype.Job, error) {
+	err := checkLease(l)
 	if err == nil {
 		err = checkNow(now)
 	}
@@ -380,7 +451,7 @@ func (e executor) Snooze(ctx context.Context, now time.Time, id int64, owner str
 		err = checkTime("until", until)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("snooze job %d: %w", id, err)
+		return nil, fmt.Errorf("snooze job %d: %w", l.ID, err)
 	}
 	state := weirtype.StateScheduled
 	if !until.After(now) {
@@ -388,11 +459,11 @@ func (e executor) Snooze(ctx context.Context, now time.Time, id int64, owner str
 	}
 	var job *weirtype.Job
 	err = e.write(ctx, func(tx *sql.Tx) (err error) {
-		job, err = e.guarded(ctx, tx, snoozeJob, id, owner, encodeTime(now), id, owner, string(state), encodeTime(until))
+		job, err = e.guarded(ctx, tx, snoozeJob, now, l, string(state), encodeTime(until))
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("snooze job %d: %w", id, err)
+		return nil, fmt.Errorf("snooze job %d: %w", l.ID, err)
 	}
 	return job, nil
 }

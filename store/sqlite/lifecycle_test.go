@@ -44,8 +44,10 @@ func TestLifecycleRefusesBadParams(t *testing.T) {
 	far := time.Date(300000, 1, 1, 0, 0, 0, 0, time.UTC)
 	claim := func(p store.ClaimParams) error { _, err := ex.Claim(ctx, p); return err }
 	fail := func(p store.FailParams) error { _, err := ex.Fail(ctx, p); return err }
+	heartbeat := func(ls []store.Lease, d time.Duration) error { _, err := ex.Heartbeat(ctx, t0, ls, d); return err }
+	ok := store.Lease{ID: 1, Owner: "w", Attempt: 1}
 	okClaim := store.ClaimParams{Now: t0, Limit: 1, Owner: "w", LeaseFor: leaseFor}
-	okFail := store.FailParams{Now: t0, ID: 1, Owner: "w", RetryAt: t0}
+	okFail := store.FailParams{Now: t0, Lease: store.Lease{ID: 1, Owner: "w", Attempt: 1}, RetryAt: t0}
 	tests := []struct {
 		name, want string
 		err        error
@@ -55,14 +57,19 @@ func TestLifecycleRefusesBadParams(t *testing.T) {
 		{"claim without lease", "lease-for", claim(store.ClaimParams{Now: t0, Limit: 1, Owner: "w"})},
 		{"claim at zero time", "now", claim(store.ClaimParams{Limit: 1, Owner: "w", LeaseFor: leaseFor})},
 		{"claim lease past the range", "lease expiry", claim(store.ClaimParams{Now: time.UnixMicro(1<<63 - 1), Limit: 1, Owner: "w", LeaseFor: time.Hour})},
-		{"heartbeat without owner", "owner", func() error { _, err := ex.Heartbeat(ctx, t0, "", []int64{1}, leaseFor); return err }()},
-		{"heartbeat without lease", "lease-for", func() error { _, err := ex.Heartbeat(ctx, t0, "w", []int64{1}, 0); return err }()},
-		{"complete without owner", "owner", func() error { _, err := ex.Complete(ctx, t0, 1, ""); return err }()},
-		{"complete at zero time", "now", func() error { _, err := ex.Complete(ctx, time.Time{}, 1, "w"); return err }()},
-		{"fail without owner", "owner", fail(store.FailParams{Now: t0, ID: 1, RetryAt: t0})},
-		{"fail with unknown reason", "abandon reason", fail(store.FailParams{Now: t0, ID: 1, Owner: "w", Abandon: "bored"})},
-		{"fail with error time out of range", "error at", fail(store.FailParams{Now: t0, ID: 1, Owner: "w", RetryAt: t0, Error: weirtype.AttemptError{At: far}})},
-		{"snooze until zero time", "until", func() error { _, err := ex.Snooze(ctx, t0, 1, "w", time.Time{}); return err }()},
+		{"heartbeat without owner", "owner", heartbeat([]store.Lease{ok, {ID: 2, Attempt: 1}}, leaseFor)},
+		{"heartbeat at attempt 0", "attempt 0", heartbeat([]store.Lease{{ID: 1, Owner: "w"}}, leaseFor)},
+		{"heartbeat without lease", "lease-for", heartbeat([]store.Lease{ok}, 0)},
+		{"complete without owner", "owner", func() error { _, err := ex.Complete(ctx, t0, store.Lease{ID: 1, Attempt: 1}); return err }()},
+		{"complete at attempt 0", "attempt 0", func() error { _, err := ex.Complete(ctx, t0, store.Lease{ID: 1, Owner: "w"}); return err }()},
+		{"complete at zero time", "now", func() error { _, err := ex.Complete(ctx, time.Time{}, ok); return err }()},
+		{"fail without owner", "owner", fail(store.FailParams{Now: t0, Lease: store.Lease{ID: 1, Attempt: 1}, RetryAt: t0})},
+		{"fail at a negative attempt", "attempt -1", fail(store.FailParams{Now: t0, Lease: store.Lease{ID: 1, Owner: "w", Attempt: -1}, RetryAt: t0})},
+		{"fail with unknown reason", "abandon reason", fail(store.FailParams{Now: t0, Lease: ok, Abandon: "bored"})},
+		{"fail with error time out of range", "error at", fail(store.FailParams{Now: t0, Lease: ok, RetryAt: t0, Error: weirtype.AttemptError{At: far}})},
+		{"snooze without owner", "owner", func() error { _, err := ex.Snooze(ctx, t0, store.Lease{ID: 1, Attempt: 1}, t0); return err }()},
+		{"snooze at attempt 0", "attempt 0", func() error { _, err := ex.Snooze(ctx, t0, store.Lease{ID: 1, Owner: "w"}, t0); return err }()},
+		{"snooze until zero time", "until", func() error { _, err := ex.Snooze(ctx, t0, ok, time.Time{}); return err }()},
 		{"cancel at zero time", "now", func() error { _, err := ex.Cancel(ctx, time.Time{}, 1); return err }()},
 		{"rescue limit 0", "limit 0", func() error { _, _, err := ex.RescueExpired(ctx, t0, 0); return err }()},
 		{"release without owner", "owner", func() error { _, err := ex.ReleaseOwned(ctx, t0, "", true); return err }()},
@@ -151,24 +158,37 @@ func TestRescueTakesTheOldestLeasesFirst(t *testing.T) {
 	}
 }
 
-// TestHeartbeatEdges: no ids is no work, a repeated lost id is reported
-// once, and a lease that ended but was not rescued yet is still held.
+// TestHeartbeatEdges: no leases is no work, a repeated lost lease is
+// reported once, a lease at the wrong attempt or of another owner is lost,
+// and a lease that ended but was not rescued yet is still held.
 func TestHeartbeatEdges(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := migratedTemp(t)
 	ex := s.Executor()
-	if lost, err := ex.Heartbeat(ctx, t0, "w", nil, leaseFor); err != nil || lost != nil {
+	if lost, err := ex.Heartbeat(ctx, t0, nil, leaseFor); err != nil || lost != nil {
 		t.Fatalf("heartbeat of nothing: %v, %v", lost, err)
 	}
 	j := claimed(t, ex, store.InsertParams{Kind: "k"}, "w")
+	other := claimed(t, ex, store.InsertParams{Kind: "k", Queue: "other"}, "w2")
 	late := t0.Add(time.Hour)
-	lost, err := ex.Heartbeat(ctx, late, "w", []int64{j.ID, 404, j.ID, 404}, leaseFor)
-	if err != nil || !slices.Equal(lost, []int64{404}) {
-		t.Fatalf("lost %v, %v; want [404]", lost, err)
+	held := store.LeaseOf(j)
+	missing := store.Lease{ID: 404, Owner: "w", Attempt: 1}
+	nextAttempt := store.Lease{ID: j.ID, Owner: "w", Attempt: 2}
+	otherOwner := store.Lease{ID: other.ID, Owner: "w", Attempt: 1}
+	lost, err := ex.Heartbeat(ctx, late, []store.Lease{held, missing, held, missing, nextAttempt, otherOwner, store.LeaseOf(other)}, leaseFor)
+	if want := []int64{404, j.ID, other.ID}; err != nil || !slices.Equal(lost, want) {
+		t.Fatalf("lost %v, %v; want %v", lost, err, want)
 	}
-	if got, err := ex.GetJob(ctx, j.ID); err != nil || !got.LeaseExpiresAt.Equal(late.Add(leaseFor)) {
-		t.Fatalf("lease after a late heartbeat: %+v, %v", got, err)
+	for _, id := range []int64{j.ID, other.ID} {
+		if got, err := ex.GetJob(ctx, id); err != nil || !got.LeaseExpiresAt.Equal(late.Add(leaseFor)) {
+			t.Fatalf("lease after a late heartbeat: %+v, %v", got, err)
+		}
+	}
+	// An owner is any string: the leases travel as JSON.
+	odd := claimed(t, ex, store.InsertParams{Kind: "k", Queue: "odd"}, "host \"a\"\\pid\t7 \u00e9\u2028")
+	if lost, err := ex.Heartbeat(ctx, late, []store.Lease{store.LeaseOf(odd)}, leaseFor); err != nil || lost != nil {
+		t.Fatalf("heartbeat of owner %q: lost %v, %v", odd.LeaseOwner, lost, err)
 	}
 }
 
@@ -181,7 +201,7 @@ func TestDeadLetterFilterWithEmptyIDsMatchesNothing(t *testing.T) {
 	s := migratedTemp(t)
 	ex := s.Executor()
 	j := claimed(t, ex, store.InsertParams{Kind: "k"}, "w")
-	if _, err := ex.Fail(ctx, store.FailParams{Now: t0, ID: j.ID, Owner: "w", Abandon: weirtype.AbandonPermanent}); err != nil {
+	if _, err := ex.Fail(ctx, store.FailParams{Now: t0, Lease: store.LeaseOf(j), Abandon: weirtype.AbandonPermanent}); err != nil {
 		t.Fatal(err)
 	}
 	empty := store.DeadLetterFilter{IDs: []int64{}}
@@ -213,7 +233,7 @@ func TestLifecycleInCallersTransaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Tx(tx).Complete(ctx, t0, j.ID, "w"); err != nil {
+	if _, err := s.Tx(tx).Complete(ctx, t0, store.LeaseOf(j)); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := s.Tx(tx).GetJob(ctx, j.ID); err != nil || got.State != weirtype.StateCompleted {
@@ -238,7 +258,7 @@ func TestLifecycleInCallersTransaction(t *testing.T) {
 	if _, err := tx.ExecContext(ctx, "DROP TABLE weir_dead_letters"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Tx(tx).Fail(ctx, store.FailParams{Now: t0, ID: j.ID, Owner: "w", Abandon: weirtype.AbandonPermanent})
+	_, err = s.Tx(tx).Fail(ctx, store.FailParams{Now: t0, Lease: store.LeaseOf(j), Abandon: weirtype.AbandonPermanent})
 	if err == nil || !strings.Contains(err.Error(), "dead letter") {
 		t.Fatalf("fail without a dead-letter table: %v", err)
 	}
@@ -293,7 +313,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 			b.Fatalf("claimed nothing after %d of %d jobs", done, b.N)
 		}
 		for _, j := range jobs {
-			if _, err := ex.Complete(ctx, t0, j.ID, "bench"); err != nil {
+			if _, err := ex.Complete(ctx, t0, store.LeaseOf(j)); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,8 @@ import (
 // of its statements reads weir_jobs or weir_dead_letters from end to end,
 // so each costs what it touches, not what the tables hold. (Listing dead
 // letters by time alone may scan them in id order, stopping at its limit:
-// the planner's choice, and a fair one for paging.)
+// the planner's choice, and a fair one for paging.) The writes to one
+// held job, and the heartbeat of a worker's leases, look jobs up by id.
 func TestLifecycleQueriesUseIndexes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -27,17 +29,20 @@ func TestLifecycleQueriesUseIndexes(t *testing.T) {
 	if _, err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// The statements that must look jobs up by id.
+	const byID = "SEARCH weir_jobs USING INTEGER PRIMARY KEY (rowid=?)"
+	lookUp := map[string]bool{"heartbeat": true, "complete": true, "retry": true, "abandon": true, "snooze": true}
 	queries := []struct {
 		name, sql string
 		args      []any
 	}{
 		{"claim", claimJobs, []any{1, "w", 2, "q", 10}},
-		{"heartbeat", heartbeatJobs, []any{1, "[1,2]", "w"}},
-		{"complete", completeJob, []any{1, 1, "w"}},
-		{"retry", retryJob, []any{1, 1, "w", "{}", "available", 1}},
-		{"abandon", abandonJob, []any{1, 1, "w", "{}"}},
+		{"heartbeat", heartbeatJobs, []any{1, `[[1,"w",1],[2,"w",1]]`}},
+		{"complete", completeJob, []any{1, 1, "w", 1}},
+		{"retry", retryJob, []any{1, 1, "w", 1, "{}", "available", 1}},
+		{"abandon", abandonJob, []any{1, 1, "w", 1, "{}"}},
 		{"dead letters", insertDeadLetter, []any{"non_retryable", 1, "[1]"}},
-		{"snooze", snoozeJob, []any{1, 1, "w", "scheduled", 2}},
+		{"snooze", snoozeJob, []any{1, 1, "w", 1, "scheduled", 2}},
 		{"cancel", cancelJob, []any{1, 1}},
 		{"rescue", rescueExpired, []any{1, "at", 10, "lease_expired"}},
 		{"release", releaseOwned, []any{1, 1, "at", "m", "w", "released"}},
@@ -67,6 +72,9 @@ func TestLifecycleQueriesUseIndexes(t *testing.T) {
 			if strings.HasPrefix(step, "SCAN weir_") {
 				t.Errorf("%s scans a table:\n%s", q.name, strings.Join(plan, "\n"))
 			}
+		}
+		if lookUp[q.name] && !slices.Contains(plan, byID) {
+			t.Errorf("%s does not look jobs up by id:\n%s", q.name, strings.Join(plan, "\n"))
 		}
 		t.Logf("%s:\n\t%s", q.name, strings.Join(plan, "\n\t"))
 	}
@@ -110,7 +118,7 @@ func TestHotStatementsArePreparedOnceMigrated(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	if _, err := s.Tx(tx).Complete(ctx, now, jobs[0].ID, "w"); err != nil {
+	if _, err := s.Tx(tx).Complete(ctx, now, store.LeaseOf(jobs[0])); err != nil {
 		t.Fatalf("complete in a caller's transaction: %v", err)
 	}
 	if more, err := s.Tx(tx).Claim(ctx, claim); err != nil || len(more) != 1 {

@@ -27,6 +27,7 @@ func lifecycleCases() []suiteCase {
 		{"SnoozeGivesTheAttemptBack", testSnooze},
 		{"Cancel", testCancel},
 		{"RescueExpiredLeases", testRescueExpired},
+		{"StaleAttemptCannotFinish", testStaleAttempt},
 		{"ReleaseOwned", testReleaseOwned},
 		{"DeadLetterListRequeuePurge", testDeadLetterOps},
 	}
@@ -182,7 +183,11 @@ func testHeartbeat(t *testing.T, h Harness) {
 	j2 := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "hb2"}, "w1")
 	other := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "hb3"}, "w2")
 	at := now.Add(10 * time.Second)
-	lost, err := ex.Heartbeat(context.Background(), at, "w1", []int64{j1.ID, j2.ID, other.ID, 999999}, lease)
+	lost, err := ex.Heartbeat(context.Background(), at, []store.Lease{
+		store.LeaseOf(j1), store.LeaseOf(j2),
+		{ID: other.ID, Owner: "w1", Attempt: other.Attempt}, // held by w2
+		{ID: 999999, Owner: "w1", Attempt: 1},               // missing
+	}, lease)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,20 +209,20 @@ func testComplete(t *testing.T, h Harness) {
 	s := migrated(t, h)
 	ex := s.Executor()
 	j := claimOne(t, ex, store.InsertParams{Kind: "k"}, "w1")
-	if _, err := ex.Complete(context.Background(), now, j.ID, "w2"); !errors.Is(err, store.ErrLeaseLost) {
+	if _, err := ex.Complete(context.Background(), now, store.Lease{ID: j.ID, Owner: "w2", Attempt: j.Attempt}); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("complete by another worker: %v, want ErrLeaseLost", err)
 	}
-	done, err := ex.Complete(context.Background(), now.Add(time.Second), j.ID, "w1")
+	done, err := ex.Complete(context.Background(), now.Add(time.Second), store.LeaseOf(j))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if done.State != weirtype.StateCompleted || !done.FinalizedAt.Equal(now.Add(time.Second)) || done.LeaseOwner != "" || !done.LeaseExpiresAt.IsZero() {
 		t.Fatalf("completed job %+v", *done)
 	}
-	if _, err := ex.Complete(context.Background(), now.Add(2*time.Second), j.ID, "w1"); !errors.Is(err, store.ErrLeaseLost) {
+	if _, err := ex.Complete(context.Background(), now.Add(2*time.Second), store.LeaseOf(j)); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("second complete: %v, want ErrLeaseLost", err)
 	}
-	if _, err := ex.Complete(context.Background(), now, 999999, "w1"); !errors.Is(err, store.ErrLeaseLost) && !errors.Is(err, store.ErrNotFound) {
+	if _, err := ex.Complete(context.Background(), now, store.Lease{ID: 999999, Owner: "w1", Attempt: 1}); !errors.Is(err, store.ErrLeaseLost) && !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("complete of a missing job: %v", err)
 	}
 }
@@ -230,10 +235,10 @@ func testFailRetry(t *testing.T, h Harness) {
 	s := migrated(t, h)
 	ex := s.Executor()
 	j := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "retry"}, "w1")
-	if _, err := ex.Fail(context.Background(), store.FailParams{Now: now, ID: j.ID, Owner: "w2", Error: attemptErr(1, "x"), RetryAt: now}); !errors.Is(err, store.ErrLeaseLost) {
+	if _, err := ex.Fail(context.Background(), store.FailParams{Now: now, Lease: store.Lease{ID: j.ID, Owner: "w2", Attempt: 1}, Error: attemptErr(1, "x"), RetryAt: now}); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("fail by another worker: %v, want ErrLeaseLost", err)
 	}
-	got, err := ex.Fail(context.Background(), store.FailParams{Now: now, ID: j.ID, Owner: "w1", Error: attemptErr(1, "index timed out"), RetryAt: now.Add(time.Minute)})
+	got, err := ex.Fail(context.Background(), store.FailParams{Now: now, Lease: store.LeaseOf(j), Error: attemptErr(1, "index timed out"), RetryAt: now.Add(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +254,7 @@ func testFailRetry(t *testing.T, h Harness) {
 		t.Fatalf("retry claim %+v, want the job at attempt 2", again)
 	}
 	// A retry due at once is available; a zero RetryAt means at once.
-	got, err = ex.Fail(context.Background(), store.FailParams{Now: now.Add(time.Minute), ID: j.ID, Owner: "w1", Error: attemptErr(2, "again"), RetryAt: now})
+	got, err = ex.Fail(context.Background(), store.FailParams{Now: now.Add(time.Minute), Lease: store.LeaseOf(again[0]), Error: attemptErr(2, "again"), RetryAt: now})
 	if err != nil || got.State != weirtype.StateAvailable || len(got.Errors) != 2 {
 		t.Fatalf("fail with an immediate retry: %+v, %v", got, err)
 	}
@@ -257,7 +262,7 @@ func testFailRetry(t *testing.T, h Harness) {
 	if len(third) != 1 {
 		t.Fatal("the job retried at once was not claimable")
 	}
-	got, err = ex.Fail(context.Background(), store.FailParams{Now: now.Add(2 * time.Minute), ID: j.ID, Owner: "w1", Error: attemptErr(3, "zero")})
+	got, err = ex.Fail(context.Background(), store.FailParams{Now: now.Add(2 * time.Minute), Lease: store.LeaseOf(third[0]), Error: attemptErr(3, "zero")})
 	if err != nil || got.State != weirtype.StateAvailable || !got.ScheduledAt.Equal(now.Add(2*time.Minute)) {
 		t.Fatalf("fail with a zero RetryAt: %+v, %v", got, err)
 	}
@@ -268,7 +273,7 @@ func testFailAbandon(t *testing.T, h Harness) {
 	ex := s.Executor()
 	j := claimOne(t, ex, store.InsertParams{Kind: "extract", IdempotencyKey: "doc-7", Source: "incoming/doc-7.txt", Payload: []byte(`{"path":"doc-7.txt"}`)}, "w1")
 	e := weirtype.AttemptError{Attempt: 1, At: now.Add(time.Second), Message: "not UTF-8", Type: "*pipeline.DecodeError"}
-	got, err := ex.Fail(context.Background(), store.FailParams{Now: now.Add(time.Second), ID: j.ID, Owner: "w1", Error: e, Abandon: weirtype.AbandonPermanent})
+	got, err := ex.Fail(context.Background(), store.FailParams{Now: now.Add(time.Second), Lease: store.LeaseOf(j), Error: e, Abandon: weirtype.AbandonPermanent})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,10 +311,10 @@ func testSnooze(t *testing.T, h Harness) {
 	s := migrated(t, h)
 	ex := s.Executor()
 	j := claimOne(t, ex, store.InsertParams{Kind: "k"}, "w1")
-	if _, err := ex.Snooze(context.Background(), now, j.ID, "w2", now.Add(time.Hour)); !errors.Is(err, store.ErrLeaseLost) {
+	if _, err := ex.Snooze(context.Background(), now, store.Lease{ID: j.ID, Owner: "w2", Attempt: j.Attempt}, now.Add(time.Hour)); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("snooze by another worker: %v, want ErrLeaseLost", err)
 	}
-	got, err := ex.Snooze(context.Background(), now, j.ID, "w1", now.Add(5*time.Minute))
+	got, err := ex.Snooze(context.Background(), now, store.LeaseOf(j), now.Add(5*time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +334,7 @@ func testCancel(t *testing.T, h Harness) {
 			t.Fatalf("cancel job %d: %+v, %v", j.ID, got, err)
 		}
 	}
-	if _, err := ex.Complete(context.Background(), now, running.ID, "w1"); !errors.Is(err, store.ErrLeaseLost) {
+	if _, err := ex.Complete(context.Background(), now, store.LeaseOf(running)); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("complete of a cancelled job: %v, want ErrLeaseLost", err)
 	}
 	if _, err := ex.Cancel(context.Background(), now, waiting.ID); !errors.Is(err, store.ErrFinal) {
@@ -370,8 +375,41 @@ func testRescueExpired(t *testing.T, h Harness) {
 	if err != nil || len(dls) != 1 || dls[0].JobID != spent.ID || dls[0].ErrorType != weirtype.ErrorTypeLeaseExpired {
 		t.Fatalf("dead letters %+v, %v", dls, err)
 	}
-	if _, err := ex.Complete(context.Background(), at, retryable.ID, "w1"); !errors.Is(err, store.ErrLeaseLost) {
+	if _, err := ex.Complete(context.Background(), at, store.LeaseOf(retryable)); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("the crashed worker completed a rescued job: %v", err)
+	}
+}
+
+func testStaleAttempt(t *testing.T, h Harness) {
+	s := migrated(t, h)
+	ex := s.Executor()
+	first := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "stale"}, "w1")
+	// The lease runs out (the database was unreachable, say), the job is
+	// rescued, and the same worker process claims it again.
+	at := now.Add(lease + time.Second)
+	if rescued, _, err := ex.RescueExpired(context.Background(), at, 10); err != nil || len(rescued) != 1 {
+		t.Fatalf("rescue: %v, %v", rescued, err)
+	}
+	second := claim(t, ex, at, "stale", "w1", 1)
+	if len(second) != 1 || second[0].Attempt != 2 {
+		t.Fatalf("second claim %+v", second)
+	}
+	stale := store.LeaseOf(first)
+	lost, err := ex.Heartbeat(context.Background(), at, []store.Lease{stale, store.LeaseOf(second[0])}, lease)
+	if err != nil || !slices.Equal(lost, []int64{first.ID}) {
+		t.Fatalf("heartbeat of the stale and the new attempt: lost %v, %v; want the stale one lost", lost, err)
+	}
+	if _, err := ex.Complete(context.Background(), at, stale); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("the stale attempt completed the job: %v", err)
+	}
+	if _, err := ex.Fail(context.Background(), store.FailParams{Now: at, Lease: stale, Error: attemptErr(1, "late")}); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("the stale attempt failed the job: %v", err)
+	}
+	if _, err := ex.Snooze(context.Background(), at, stale, at.Add(time.Hour)); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("the stale attempt snoozed the job: %v", err)
+	}
+	if j, err := ex.Complete(context.Background(), at, store.LeaseOf(second[0])); err != nil || j.State != weirtype.StateCompleted {
+		t.Fatalf("the current attempt could not complete: %+v, %v", j, err)
 	}
 }
 
@@ -412,7 +450,7 @@ func testDeadLetterOps(t *testing.T, h Harness) {
 	ex := s.Executor()
 	abandon := func(kind string, reason weirtype.AbandonReason, at time.Time) *weirtype.Job {
 		j := claimOne(t, ex, store.InsertParams{Kind: kind, IdempotencyKey: fmt.Sprintf("%s-%s-%d", kind, reason, at.Unix())}, "w")
-		if _, err := ex.Fail(context.Background(), store.FailParams{Now: at, ID: j.ID, Owner: "w", Error: attemptErr(1, "boom"), Abandon: reason}); err != nil {
+		if _, err := ex.Fail(context.Background(), store.FailParams{Now: at, Lease: store.LeaseOf(j), Error: attemptErr(1, "boom"), Abandon: reason}); err != nil {
 			t.Fatal(err)
 		}
 		return j
