@@ -1,10 +1,34 @@
 // Package weir is a durable pipeline engine for Go: work that was accepted is
 // never lost and never repeats a side effect.
 //
-// This root package will hold the engine's public API: the client, its
-// config, the handler types and the errors. It is empty until the job engine
-// lands. Today weir provides its resilience layer, which every later part
-// builds on:
+// This root package is the job engine's public API. A job kind is a Go type
+// with a Kind method ([JobArgs]); its value, as JSON, is the job's payload.
+// A [Worker] for the kind is registered, with its policy ([KindConfig]:
+// attempts, backoff, TTL, per-attempt timeout, queue), in a [Workers]
+// registry, and a [Client] on a store (store/sqlite, the embedded default,
+// or store/postgres) inserts jobs and runs them:
+//
+//   - [Client.Insert], [Client.InsertMany] and, inside the caller's own
+//     transaction, [Client.InsertTx], with idempotency keys whose outcome
+//     (inserted, duplicate, reclaimed) is reported;
+//   - a producer per queue claims jobs up to its free worker slots, under a
+//     lease the client's heartbeat extends; a worker whose lease is lost, or
+//     whose job is cancelled, has its context cancelled;
+//   - a worker's error decides what follows: nil completes the job,
+//     [JobSnooze] runs it later without using an attempt, an error marked
+//     with retry.Permanent sends it to the dead-letter store at once, any
+//     other error (or a panic) is retried after the kind's backoff raised
+//     to the error's retry.After hint, until the attempts are spent or the
+//     TTL would pass;
+//   - jobs of crashed processes are rescued when their leases expire, and a
+//     restarted process with the same [Config.ID] takes its own back at
+//     once; [Client.Stop] waits for running jobs, then gives back the rest.
+//
+// The client does not migrate the store: call its Migrate first. Time comes
+// from [Config.Clock], so every decision (leases, backoff, timeouts, polls)
+// can be tested on a fake clock.
+//
+// Beside the engine, weir provides its resilience layer:
 //
 //   - [github.com/weirhq/weir/resilience]: running a call under several
 //     policies in a stated order;

@@ -1,0 +1,488 @@
+package weir
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/weirtype"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxWorkers      = 10
+	DefaultLeaseFor        = time.Minute
+	DefaultPollEvery       = time.Second
+	DefaultRescueEvery     = 30 * time.Second
+	DefaultShutdownTimeout = 30 * time.Second
+	// rescueLimit is how many expired leases one rescue takes.
+	rescueLimit = 1000
+	// releaseTimeout bounds Stop's last write, which gives back the jobs
+	// still held, even when Stop's context has ended.
+	releaseTimeout = 10 * time.Second
+)
+
+// QueueConfig configures how a client works one queue.
+type QueueConfig struct {
+	// MaxWorkers is how many of the queue's jobs the client runs at once.
+	// Default 10.
+	MaxWorkers int
+}
+
+// Config configures a Client. Its zero value, with a Store, works.
+type Config struct {
+	// Store keeps the jobs. Required. NewClient does not migrate it: call
+	// its Migrate first.
+	Store store.Store
+	// Workers are the kinds the client runs. Nil for a client that only
+	// inserts (and cancels); such a client cannot Start.
+	Workers *Workers
+	// Queues are the queues the client works, each with its limit.
+	// Default {"default": {MaxWorkers: 10}}. Every registered kind's queue
+	// must be among them. A client runs every job it claims from its
+	// queues: a job whose kind has no worker is abandoned (non_retryable),
+	// so every process that works a queue must register all of its kinds.
+	Queues map[string]QueueConfig
+	// ID is this process's owner id: it holds the leases of the jobs it
+	// runs. Keep it stable across restarts (a pod or host name), since at
+	// Start the client takes back at once the jobs a previous run with the
+	// same ID left running (their attempt counts), instead of waiting for
+	// their leases to expire. Two processes running at the same time
+	// must have different IDs. Default hostname-pid, which is unique but
+	// not stable.
+	ID string
+	// LeaseFor is how long a claimed job's lease lasts before a heartbeat
+	// must extend it. Default 1 min.
+	LeaseFor time.Duration
+	// HeartbeatEvery is how often the leases of running jobs are
+	// extended. Default LeaseFor/3; must be less than LeaseFor.
+	HeartbeatEvery time.Duration
+	// PollEvery is how often an idle queue looks for jobs that became due
+	// (retries, scheduled jobs, inserts by other processes). An Insert
+	// through this client wakes its queue at once. Default 1 s.
+	PollEvery time.Duration
+	// RescueEvery is how often expired leases (of crashed workers) are
+	// rescued. Default 30 s.
+	RescueEvery time.Duration
+	// ShutdownTimeout is how long Stop waits for running jobs before it
+	// cancels their contexts and gives them back to the queue with their
+	// attempt returned. Default 30 s.
+	ShutdownTimeout time.Duration
+	// Clock is the time source of every decision and timer. Default
+	// clock.Real.
+	Clock clock.Clock
+	// Logger receives the client's logs, with the keys job_id, kind,
+	// attempt and err. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// withDefaults returns c with its defaults, or an error naming the bad
+// field.
+func (c Config) withDefaults() (Config, error) {
+	bad := func(format string, args ...any) (Config, error) {
+		return c, fmt.Errorf("weir: Config."+format, args...)
+	}
+	if c.Store == nil {
+		return bad("Store is nil")
+	}
+	if len(c.Queues) == 0 {
+		c.Queues = map[string]QueueConfig{DefaultQueue: {MaxWorkers: DefaultMaxWorkers}}
+	} else {
+		c.Queues = maps.Clone(c.Queues)
+	}
+	for name, q := range c.Queues {
+		switch {
+		case name == "":
+			return bad("Queues has an empty queue name")
+		case q.MaxWorkers < 0:
+			return bad("Queues[%q].MaxWorkers %d is negative", name, q.MaxWorkers)
+		case q.MaxWorkers == 0:
+			q.MaxWorkers = DefaultMaxWorkers
+			c.Queues[name] = q
+		}
+	}
+	if c.ID == "" {
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "weir"
+		}
+		c.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	for _, d := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"LeaseFor", &c.LeaseFor, DefaultLeaseFor},
+		{"HeartbeatEvery", &c.HeartbeatEvery, 0}, // default LeaseFor/3, below
+		{"PollEvery", &c.PollEvery, DefaultPollEvery},
+		{"RescueEvery", &c.RescueEvery, DefaultRescueEvery},
+		{"ShutdownTimeout", &c.ShutdownTimeout, DefaultShutdownTimeout},
+	} {
+		if *d.v < 0 {
+			return bad("%s %v is negative", d.name, *d.v)
+		}
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	if c.HeartbeatEvery == 0 {
+		c.HeartbeatEvery = c.LeaseFor / 3
+	}
+	if c.HeartbeatEvery <= 0 || c.HeartbeatEvery >= c.LeaseFor {
+		return bad("HeartbeatEvery %v must be positive and less than LeaseFor %v", c.HeartbeatEvery, c.LeaseFor)
+	}
+	c.Clock = clock.Or(c.Clock)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c, nil
+}
+
+// Client inserts jobs and, once started, runs them: a producer per queue
+// claims jobs up to its free worker slots and runs each in a goroutine of
+// its own, a heartbeat extends the leases of running jobs, and a rescuer
+// puts back the jobs of workers whose leases expired. It is safe for
+// concurrent use.
+type Client struct {
+	cfg   Config
+	ex    store.Executor
+	kinds map[string]*registration
+	clock clock.Clock
+	log   *slog.Logger
+
+	producers map[string]*producer
+
+	// jobsCtx is the parent of every running job's context; it is
+	// cancelled, with cause errStopping, when Stop runs out of time.
+	jobsCtx    context.Context
+	cancelJobs context.CancelCauseFunc
+
+	mu      sync.Mutex
+	state   int // stateNew, stateStarted, stateStopping
+	running map[int64]*runningJob
+
+	stopping    chan struct{} // closed when Stop begins: producers exit
+	loopsStop   chan struct{} // closed when the running jobs are done: heartbeat and rescue exit
+	stopped     chan struct{} // closed when Stop has finished
+	stopErr     error
+	producersWG sync.WaitGroup
+	jobsWG      sync.WaitGroup
+	loopsWG     sync.WaitGroup
+}
+
+const (
+	stateNew = iota
+	stateStarted
+	stateStopping
+)
+
+// runningJob is a job this client is running.
+type runningJob struct {
+	lease  store.Lease
+	cancel context.CancelCauseFunc
+}
+
+// NewClient checks cfg, fills its defaults and returns a client. It does
+// not touch the database; the store must be migrated (Store.Migrate)
+// before the client is used.
+func NewClient(cfg Config) (*Client, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	kinds := map[string]*registration{}
+	if cfg.Workers != nil {
+		kinds = maps.Clone(cfg.Workers.kinds)
+	}
+	for kind, r := range kinds {
+		if _, ok := cfg.Queues[r.cfg.Queue]; !ok {
+			return nil, fmt.Errorf("weir: kind %q uses queue %q, which Config.Queues does not name", kind, r.cfg.Queue)
+		}
+	}
+	c := &Client{
+		cfg:       cfg,
+		ex:        cfg.Store.Executor(),
+		kinds:     kinds,
+		clock:     cfg.Clock,
+		log:       cfg.Logger,
+		producers: map[string]*producer{},
+		running:   map[int64]*runningJob{},
+		stopping:  make(chan struct{}),
+		loopsStop: make(chan struct{}),
+		stopped:   make(chan struct{}),
+	}
+	c.jobsCtx, c.cancelJobs = context.WithCancelCause(context.Background())
+	for name, q := range cfg.Queues {
+		c.producers[name] = &producer{
+			queue: name,
+			max:   q.MaxWorkers,
+			wake:  make(chan struct{}, 1),
+			done:  make(chan struct{}, q.MaxWorkers),
+		}
+	}
+	return c, nil
+}
+
+// ID returns the client's owner id (Config.ID or its default).
+func (c *Client) ID() string { return c.cfg.ID }
+
+// Start takes back the jobs a previous run with the same ID left running
+// (ReleaseOwned, the attempt counted), then starts working the queues in
+// goroutines of its own and returns. ctx bounds Start's own work only: the
+// client runs until Stop. Start fails for a client without workers, and
+// when called twice.
+func (c *Client) Start(ctx context.Context) error {
+	if len(c.kinds) == 0 {
+		return errors.New("weir: Start: no workers registered (a client that only inserts need not start)")
+	}
+	c.mu.Lock()
+	if c.state != stateNew {
+		c.mu.Unlock()
+		return errors.New("weir: Start: the client was started already")
+	}
+	c.state = stateStarted
+	c.mu.Unlock()
+
+	released, err := c.ex.ReleaseOwned(ctx, c.clock.Now(), c.cfg.ID, false)
+	if err != nil {
+		c.mu.Lock()
+		c.state = stateNew
+		c.mu.Unlock()
+		return fmt.Errorf("weir: Start: take back the jobs of %s: %w", c.cfg.ID, err)
+	}
+	if len(released) > 0 {
+		c.log.Info("took back the jobs a previous run left running", "owner", c.cfg.ID, "jobs", len(released))
+	}
+	for _, p := range c.producers {
+		c.producersWG.Add(1)
+		go c.produce(p)
+	}
+	c.loopsWG.Add(2)
+	go c.heartbeatLoop()
+	go c.rescueLoop()
+	return nil
+}
+
+// Stop stops claiming jobs and waits for the running ones to finish, up
+// to Config.ShutdownTimeout or until ctx ends; then it cancels the
+// contexts of those still running, waits for their workers to return
+// (until ctx ends) and gives their jobs back to the queue with the
+// attempt returned (ReleaseOwned with giveBack). A worker that returns an
+// error after its context was cancelled for the shutdown records nothing:
+// its job is simply given back. Stop returns ctx's error if ctx ended
+// before the workers returned. It is safe to call twice, and before Start.
+func (c *Client) Stop(ctx context.Context) error {
+	c.mu.Lock()
+	switch c.state {
+	case stateNew:
+		c.mu.Unlock()
+		return nil
+	case stateStarted:
+		c.state = stateStopping
+		c.mu.Unlock()
+		c.stopErr = c.stop(ctx)
+		close(c.stopped)
+		return c.stopErr
+	}
+	c.mu.Unlock()
+	select {
+	case <-c.stopped:
+		return c.stopErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *Client) stop(ctx context.Context) error {
+	close(c.stopping)
+	c.producersWG.Wait()
+	c.mu.Lock()
+	n := len(c.running)
+	c.mu.Unlock()
+	c.log.Info("stopping: waiting for the running jobs", "jobs", n, "timeout", c.cfg.ShutdownTimeout)
+
+	jobsDone := make(chan struct{})
+	go func() {
+		c.jobsWG.Wait()
+		close(jobsDone)
+	}()
+	var err error
+	t := c.clock.NewTimer(c.cfg.ShutdownTimeout)
+	select {
+	case <-jobsDone:
+		t.Stop()
+	case <-t.C():
+	case <-ctx.Done():
+		t.Stop()
+	}
+	select {
+	case <-jobsDone:
+	default:
+		c.log.Warn("shutdown: cancelling the jobs still running", "timeout", c.cfg.ShutdownTimeout)
+		c.cancelJobs(errStopping)
+		select {
+		case <-jobsDone:
+		case <-ctx.Done():
+			err = fmt.Errorf("weir: Stop: workers still running: %w", ctx.Err())
+		}
+	}
+	close(c.loopsStop)
+	c.loopsWG.Wait()
+	c.cancelJobs(errStopping)
+
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	released, rerr := c.ex.ReleaseOwned(rctx, c.clock.Now(), c.cfg.ID, true)
+	if rerr != nil {
+		return errors.Join(err, fmt.Errorf("weir: Stop: give back the jobs still held: %w", rerr))
+	}
+	if len(released) > 0 {
+		c.log.Info("shutdown: gave back the jobs still running", "jobs", len(released))
+	}
+	return err
+}
+
+// InsertOpts are the options of one insert. A nil *InsertOpts takes every
+// default.
+type InsertOpts struct {
+	// IdempotencyKey, when set, makes the insert find the job with the
+	// same key instead of making a second one; the result's Outcome says
+	// what it found (see weirtype.InsertOutcome).
+	IdempotencyKey string
+	// Source says where the job came from, for operators.
+	Source string
+	// Priority orders available jobs: higher first. Default 0.
+	Priority int
+	// ScheduledAt is when the job may first run. Default now.
+	ScheduledAt time.Time
+	// DeadlineAt is the job's SLA, stored with the job. (The sweep that
+	// abandons jobs past it is not built yet.)
+	DeadlineAt time.Time
+	// Queue overrides the kind's KindConfig.Queue.
+	Queue string
+	// MaxAttempts overrides the kind's KindConfig.MaxAttempts.
+	MaxAttempts int
+}
+
+// InsertManyParams is one job of InsertMany.
+type InsertManyParams struct {
+	Args JobArgs
+	Opts *InsertOpts
+}
+
+// Insert inserts a job of args' kind, its payload args encoded as JSON,
+// and wakes this client's producer of its queue. The kind's queue and max
+// attempts come from its KindConfig when the kind is registered with this
+// client, and from the store's defaults otherwise (a client may insert
+// kinds that other processes work).
+func (c *Client) Insert(ctx context.Context, args JobArgs, opts *InsertOpts) (store.InsertResult, error) {
+	rs, err := c.insert(ctx, c.ex, []InsertManyParams{{Args: args, Opts: opts}}, true)
+	if err != nil {
+		return store.InsertResult{}, err
+	}
+	return rs[0], nil
+}
+
+// InsertTx inserts a job as Insert does, through ex: an Executor bound to
+// the caller's transaction (sqlite.Store.Tx, postgres.Store.Tx), so that
+// the job and the caller's data commit or roll back together. The job
+// becomes visible at the commit, which this client cannot see: its
+// producers find it at their next poll (Config.PollEvery), not at once.
+func (c *Client) InsertTx(ctx context.Context, ex store.Executor, args JobArgs, opts *InsertOpts) (store.InsertResult, error) {
+	if ex == nil {
+		return store.InsertResult{}, errors.New("weir: InsertTx: the executor is nil")
+	}
+	rs, err := c.insert(ctx, ex, []InsertManyParams{{Args: args, Opts: opts}}, false)
+	if err != nil {
+		return store.InsertResult{}, err
+	}
+	return rs[0], nil
+}
+
+// InsertMany inserts the jobs in one transaction, all or none, and returns
+// their results in order.
+func (c *Client) InsertMany(ctx context.Context, params []InsertManyParams) ([]store.InsertResult, error) {
+	if len(params) == 0 {
+		return nil, nil
+	}
+	return c.insert(ctx, c.ex, params, true)
+}
+
+func (c *Client) insert(ctx context.Context, ex store.Executor, params []InsertManyParams, wake bool) ([]store.InsertResult, error) {
+	ps := make([]store.InsertParams, len(params))
+	for i, p := range params {
+		ip, err := c.insertParams(p.Args, p.Opts)
+		if err != nil {
+			return nil, err
+		}
+		ps[i] = ip
+	}
+	rs, err := ex.Insert(ctx, c.clock.Now(), ps)
+	if err != nil {
+		return nil, fmt.Errorf("weir: insert: %w", err)
+	}
+	if wake {
+		for _, r := range rs {
+			if r.Outcome.Runs() {
+				c.wake(r.Job.Queue)
+			}
+		}
+	}
+	return rs, nil
+}
+
+func (c *Client) insertParams(args JobArgs, opts *InsertOpts) (store.InsertParams, error) {
+	if args == nil {
+		return store.InsertParams{}, errors.New("weir: insert: args is nil")
+	}
+	kind := args.Kind()
+	payload, err := json.Marshal(args)
+	if err != nil {
+		return store.InsertParams{}, fmt.Errorf("weir: insert: encode the args of kind %q: %w", kind, err)
+	}
+	if opts == nil {
+		opts = &InsertOpts{}
+	}
+	p := store.InsertParams{
+		Kind: kind, Payload: payload, Queue: opts.Queue, MaxAttempts: opts.MaxAttempts,
+		IdempotencyKey: opts.IdempotencyKey, Source: opts.Source, Priority: opts.Priority,
+		ScheduledAt: opts.ScheduledAt, DeadlineAt: opts.DeadlineAt,
+	}
+	if r, ok := c.kinds[kind]; ok {
+		if p.Queue == "" {
+			p.Queue = r.cfg.Queue
+		}
+		if p.MaxAttempts == 0 {
+			p.MaxAttempts = r.cfg.MaxAttempts
+		}
+	}
+	return p, nil
+}
+
+// Cancel cancels the job: a waiting job never runs, and a running one's
+// worker, in this process, has its context cancelled at once (in another
+// process, at its next heartbeat); what it returns is not recorded. It
+// returns the cancelled job, or an error wrapping store.ErrFinal for a job
+// that is completed, cancelled or dead, or store.ErrNotFound.
+func (c *Client) Cancel(ctx context.Context, id int64) (*weirtype.Job, error) {
+	j, err := c.ex.Cancel(ctx, c.clock.Now(), id)
+	if err != nil {
+		return nil, fmt.Errorf("weir: cancel: %w", err)
+	}
+	c.mu.Lock()
+	r := c.running[id]
+	c.mu.Unlock()
+	if r != nil {
+		r.cancel(errCancelled)
+	}
+	return j, nil
+}

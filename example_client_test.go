@@ -1,0 +1,88 @@
+package weir_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/resilience/backoff"
+	"github.com/weirhq/weir/store/sqlite"
+)
+
+// ExtractArgs is a job kind: its value is the job's JSON payload.
+type ExtractArgs struct {
+	Path string `json:"path"`
+}
+
+func (ExtractArgs) Kind() string { return "extract" }
+
+// Register a worker, insert a job, run it and stop.
+func Example() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "weir-example-")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	s, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(dir, "weir.db")})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer s.Close()
+	if _, err := s.Migrate(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	done := make(chan struct{})
+	workers := weir.NewWorkers()
+	err = weir.AddWorker(workers, weir.WorkFunc(func(ctx context.Context, j *weir.Job[ExtractArgs]) error {
+		fmt.Printf("extracting %s (attempt %d)\n", j.Args.Path, j.Attempt)
+		close(done)
+		return nil
+	}), weir.KindConfig{MaxAttempts: 3, Backoff: backoff.Exponential(5*time.Minute, 2, time.Hour)})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	client, err := weir.NewClient(weir.Config{
+		Store: s, Workers: workers, ID: "example",
+		Logger: slog.New(slog.DiscardHandler), // keep the example's output to its prints
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := client.Start(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	res, err := client.Insert(ctx, ExtractArgs{Path: "incoming/P001/session.txt"}, &weir.InsertOpts{IdempotencyKey: "P001/session.txt"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("insert:", res.Outcome)
+	<-done
+	// Stop waits for the running job to be recorded.
+	if err := client.Stop(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	j, err := s.Executor().GetJob(ctx, res.Job.ID)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("job:", j.State, "after", j.Attempt, "attempt")
+	// Output:
+	// insert: inserted
+	// extracting incoming/P001/session.txt (attempt 1)
+	// job: completed after 1 attempt
+}

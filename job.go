@@ -1,0 +1,169 @@
+package weir
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/weirhq/weir/resilience/backoff"
+	"github.com/weirhq/weir/resilience/retry"
+	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/weirtype"
+)
+
+// JobArgs is a job kind's arguments. A kind is a Go type: its Kind method
+// names it (the name is stored with every job, so keep it stable), and its
+// value, encoded with encoding/json, is the job's payload. Kind must work on
+// the type's zero value, because the registry calls it on one.
+type JobArgs interface {
+	Kind() string
+}
+
+// Job is a job handed to a worker: the stored row and its decoded
+// arguments.
+type Job[T JobArgs] struct {
+	*weirtype.Job
+	Args T
+}
+
+// Worker runs the jobs of one kind. Work's error decides what happens next:
+//
+//   - nil: the job is completed;
+//   - an error made by [JobSnooze]: the job runs again after the snooze,
+//     without using an attempt;
+//   - an error marked with [retry.Permanent]: the job is abandoned to the
+//     dead-letter store at once, reason non_retryable;
+//   - any other error (or a panic, recovered as a [*PanicError]): the
+//     attempt failed and the job is retried after its kind's backoff,
+//     raised to the error's [retry.After] hint, unless its attempts are
+//     spent (max_attempts_exceeded) or the retry would pass its TTL
+//     (ttl_exceeded).
+//
+// Work must return soon after ctx ends: on the client's Stop, on the kind's
+// Timeout, when the job is cancelled and when the worker loses the job's
+// lease. context.Cause(ctx) says which.
+type Worker[T JobArgs] interface {
+	Work(ctx context.Context, job *Job[T]) error
+}
+
+type workFunc[T JobArgs] func(context.Context, *Job[T]) error
+
+func (f workFunc[T]) Work(ctx context.Context, job *Job[T]) error { return f(ctx, job) }
+
+// WorkFunc makes a Worker of a function.
+func WorkFunc[T JobArgs](f func(context.Context, *Job[T]) error) Worker[T] {
+	return workFunc[T](f)
+}
+
+// Defaults of KindConfig.
+const (
+	// DefaultMaxAttempts is KindConfig.MaxAttempts's default.
+	DefaultMaxAttempts = store.DefaultMaxAttempts
+	// DefaultQueue is KindConfig.Queue's default.
+	DefaultQueue = store.DefaultQueue
+)
+
+// KindConfig is the policy of one job kind. Its zero value works.
+type KindConfig struct {
+	// MaxAttempts is how many attempts a job of the kind gets; it is
+	// stored with each job when it is inserted (InsertOpts.MaxAttempts
+	// overrides it). Default 25.
+	MaxAttempts int
+	// Backoff is the wait before each retry. The zero value is
+	// backoff's default: exponential from 1 s, factor 2, capped at 60 s,
+	// ±20% jitter. Spec 04's 5 min ×2 capped at 60 min is
+	// backoff.Exponential(5*time.Minute, 2, time.Hour). A handler's
+	// retry.After hint raises the wait, up to the backoff's Cap.
+	Backoff backoff.Backoff
+	// TTL is how long a job may keep trying, from its CreatedAt: a retry
+	// that would start after CreatedAt+TTL is not scheduled, and the job
+	// is abandoned with reason ttl_exceeded instead. 0 means no TTL.
+	TTL time.Duration
+	// Timeout bounds each attempt: the handler's context ends then, with
+	// a *TimeoutError as its cause, and the attempt counts as failed.
+	// 0 means none (the lease still bounds an attempt whose process dies).
+	Timeout time.Duration
+	// Queue is the queue the kind's jobs are inserted in (InsertOpts.Queue
+	// overrides it). The client must work that queue (Config.Queues).
+	// Default "default".
+	Queue string
+}
+
+// normalized returns c with its defaults, or an error naming the bad field.
+func (c KindConfig) normalized(kind string) (KindConfig, error) {
+	bad := func(format string, args ...any) (KindConfig, error) {
+		return c, fmt.Errorf("weir: AddWorker: kind %q: KindConfig."+format, append([]any{kind}, args...)...)
+	}
+	switch {
+	case c.MaxAttempts < 0:
+		return bad("MaxAttempts %d is negative", c.MaxAttempts)
+	case c.TTL < 0:
+		return bad("TTL %v is negative", c.TTL)
+	case c.Timeout < 0:
+		return bad("Timeout %v is negative", c.Timeout)
+	}
+	if err := c.Backoff.Validate(); err != nil {
+		return bad("Backoff: %w", err)
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.Queue == "" {
+		c.Queue = DefaultQueue
+	}
+	c.Backoff = c.Backoff.Normalized()
+	return c, nil
+}
+
+// Workers is the registry of the kinds a client works: one worker and one
+// KindConfig per kind. Build it with AddWorker, then pass it to NewClient,
+// which copies it: later additions do not reach that client. It is not
+// safe for concurrent use.
+type Workers struct {
+	kinds map[string]*registration
+}
+
+// registration is one kind's worker, type-erased, and its policy.
+type registration struct {
+	cfg  KindConfig
+	work func(ctx context.Context, j *weirtype.Job) error
+}
+
+// NewWorkers returns an empty registry.
+func NewWorkers() *Workers {
+	return &Workers{kinds: map[string]*registration{}}
+}
+
+// AddWorker registers worker for the kind of T with its policy. It returns
+// an error when the kind is empty or registered already, or when cfg has a
+// bad value.
+func AddWorker[T JobArgs](w *Workers, worker Worker[T], cfg KindConfig) error {
+	if w == nil || w.kinds == nil {
+		return errors.New("weir: AddWorker: the registry is nil; make it with NewWorkers")
+	}
+	if worker == nil {
+		return errors.New("weir: AddWorker: the worker is nil")
+	}
+	var zero T
+	kind := zero.Kind()
+	if kind == "" {
+		return fmt.Errorf("weir: AddWorker: %T.Kind() is empty", zero)
+	}
+	if _, dup := w.kinds[kind]; dup {
+		return fmt.Errorf("weir: AddWorker: kind %q is registered already", kind)
+	}
+	cfg, err := cfg.normalized(kind)
+	if err != nil {
+		return err
+	}
+	w.kinds[kind] = &registration{cfg: cfg, work: func(ctx context.Context, j *weirtype.Job) error {
+		var args T
+		if err := json.Unmarshal(j.Payload, &args); err != nil {
+			return retry.Permanent(fmt.Errorf("weir: decode the payload of job %d as %T: %w", j.ID, args, err))
+		}
+		return worker.Work(ctx, &Job[T]{Job: j, Args: args})
+	}}
+	return nil
+}

@@ -1,0 +1,121 @@
+package weir_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/internal/testenv"
+	"github.com/weirhq/weir/store/postgres"
+	"github.com/weirhq/weir/weirtype"
+)
+
+type count struct {
+	N int `json:"n"`
+}
+
+func (count) Kind() string { return "count" }
+
+// Two clients with different IDs and four workers each, on one PostgreSQL
+// schema: each of 200 jobs is completed exactly once.
+func TestPostgresTwoClientsCompleteEachJobOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	s, err := postgres.Open(ctx, postgres.Config{URL: testenv.Postgres(t), Schema: "weirtest_engine_" + hex.EncodeToString(b), MaxConns: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	t.Cleanup(func() {
+		if _, err := s.Pool().Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{s.Schema()}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("drop schema: %v", err)
+		}
+	})
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	const jobs = 200
+	var (
+		mu   sync.Mutex
+		runs = map[int64]int{}
+		by   = map[string]int{}
+	)
+	clients := make([]*weir.Client, 2)
+	for i := range clients {
+		id := fmt.Sprintf("pg-%d", i)
+		ws := weir.NewWorkers()
+		if err := weir.AddWorker(ws, weir.WorkFunc(func(_ context.Context, j *weir.Job[count]) error {
+			mu.Lock()
+			runs[j.ID]++
+			by[id]++
+			mu.Unlock()
+			return nil
+		}), weir.KindConfig{}); err != nil {
+			t.Fatal(err)
+		}
+		c, err := weir.NewClient(weir.Config{
+			Store: s, Workers: ws, ID: id, PollEvery: 20 * time.Millisecond,
+			Queues: map[string]weir.QueueConfig{weir.DefaultQueue: {MaxWorkers: 4}},
+			Logger: slog.New(slog.DiscardHandler),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := c.Stop(sctx); err != nil {
+				t.Errorf("stop %s: %v", id, err)
+			}
+		})
+		clients[i] = c
+	}
+	params := make([]weir.InsertManyParams, jobs)
+	for i := range params {
+		params[i] = weir.InsertManyParams{Args: count{N: i}}
+	}
+	rs, err := clients[0].InsertMany(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(runs) == jobs
+	})
+	for _, c := range clients {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if err := c.Stop(sctx); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for id, n := range runs {
+		if n != 1 {
+			t.Errorf("job %d ran %d times", id, n)
+		}
+	}
+	for _, r := range rs {
+		j, err := s.Executor().GetJob(ctx, r.Job.ID)
+		if err != nil || j.State != weirtype.StateCompleted || j.Attempt != 1 {
+			t.Fatalf("job %d: %+v, %v", r.Job.ID, j, err)
+		}
+	}
+	t.Logf("runs by client: %v", by)
+}

@@ -1,0 +1,336 @@
+package weir
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/weirhq/weir/resilience/retry"
+	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/weirtype"
+)
+
+// Error types the client records for attempts it ends itself, beside the
+// store's (weirtype.ErrorTypeLeaseExpired and the others).
+const (
+	// errorTypeNoWorker: no worker is registered for the job's kind.
+	errorTypeNoWorker = "no_worker"
+	// errorTypeAttemptsSpent: the job was claimed with no attempt left
+	// (its previous holder was released without giving its attempt back).
+	errorTypeAttemptsSpent = "attempts_spent"
+)
+
+// producer claims and runs the jobs of one queue.
+type producer struct {
+	queue string
+	max   int
+	wake  chan struct{} // an insert made a job: claim now
+	done  chan struct{} // a job finished: a slot is free (capacity max)
+}
+
+// wake wakes the producer of queue, if this client works it.
+func (c *Client) wake(queue string) {
+	if p := c.producers[queue]; p != nil {
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// produce claims jobs of p's queue up to its free slots, whenever a slot
+// frees, an insert wakes it or PollEvery passes, until Stop.
+func (c *Client) produce(p *producer) {
+	defer c.producersWG.Done()
+	running := 0
+	for {
+		select {
+		case <-c.stopping:
+			return
+		default:
+		}
+		for drained := false; !drained; {
+			select {
+			case <-p.done:
+				running--
+			default:
+				drained = true
+			}
+		}
+		if free := p.max - running; free > 0 {
+			jobs, err := c.ex.Claim(context.Background(), store.ClaimParams{
+				Now: c.clock.Now(), Queue: p.queue, Limit: free, Owner: c.cfg.ID, LeaseFor: c.cfg.LeaseFor,
+			})
+			if err != nil {
+				c.log.Error("claim jobs", "queue", p.queue, "err", err)
+			}
+			for _, j := range jobs {
+				running++
+				c.start(j, p.done)
+			}
+		}
+		t := c.clock.NewTimer(c.cfg.PollEvery)
+		select {
+		case <-c.stopping:
+			t.Stop()
+			return
+		case <-t.C():
+		case <-p.wake:
+			t.Stop()
+		case <-p.done:
+			t.Stop()
+			running--
+		}
+	}
+}
+
+// start runs the claimed job j in a goroutine of its own, and signals done
+// when it has finished.
+func (c *Client) start(j *weirtype.Job, done chan<- struct{}) {
+	ctx, cancel := context.WithCancelCause(c.jobsCtx)
+	lease := store.LeaseOf(j)
+	c.mu.Lock()
+	c.running[j.ID] = &runningJob{lease: lease, cancel: cancel}
+	c.mu.Unlock()
+	c.jobsWG.Add(1)
+	go func() {
+		defer c.jobsWG.Done()
+		defer func() { done <- struct{}{} }()
+		defer cancel(nil)
+		defer func() {
+			c.mu.Lock()
+			if r := c.running[j.ID]; r != nil && r.lease == lease {
+				delete(c.running, j.ID)
+			}
+			c.mu.Unlock()
+		}()
+		c.run(ctx, cancel, j, lease)
+	}()
+}
+
+// run runs one attempt of j and records its outcome.
+func (c *Client) run(ctx context.Context, cancel context.CancelCauseFunc, j *weirtype.Job, lease store.Lease) {
+	log := c.log.With(slog.Int64("job_id", j.ID), slog.String("kind", j.Kind), slog.Int("attempt", j.Attempt))
+	reg := c.kinds[j.Kind]
+	switch {
+	case j.Attempt > j.MaxAttempts:
+		c.abandon(log, j, lease, weirtype.AbandonMaxAttempts, errorTypeAttemptsSpent,
+			fmt.Sprintf("weir: claimed for attempt %d of %d: no attempt left; abandoned without running", j.Attempt, j.MaxAttempts))
+		return
+	case reg == nil:
+		c.abandon(log, j, lease, weirtype.AbandonPermanent, errorTypeNoWorker,
+			fmt.Sprintf("weir: no worker is registered for kind %q in client %s", j.Kind, c.cfg.ID))
+		return
+	}
+
+	var stopTimer chan struct{}
+	if d := reg.cfg.Timeout; d > 0 {
+		t := c.clock.NewTimer(d)
+		stopTimer = make(chan struct{})
+		go func() {
+			select {
+			case <-t.C():
+				cancel(&TimeoutError{Timeout: d})
+			case <-stopTimer:
+				t.Stop()
+			}
+		}()
+	}
+	err := call(ctx, reg, j)
+	if stopTimer != nil {
+		close(stopTimer)
+	}
+	c.finish(ctx, log, reg, j, lease, err)
+}
+
+// call runs the worker, turning a panic into a *PanicError.
+func call(ctx context.Context, reg *registration, j *weirtype.Job) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return reg.work(ctx, j)
+}
+
+// finish records the outcome of an attempt that returned err.
+func (c *Client) finish(ctx context.Context, log *slog.Logger, reg *registration, j *weirtype.Job, lease store.Lease, err error) {
+	bg := context.Background()
+	now := c.clock.Now()
+	cause := context.Cause(ctx)
+	var snooze *snoozeError
+	var timeout *TimeoutError
+	switch {
+	case err == nil:
+		if _, err := c.ex.Complete(bg, now, lease); err != nil {
+			c.logWriteErr(log, "complete", err)
+			return
+		}
+		log.Debug("job completed")
+		return
+	case ctx.Err() != nil && (errors.Is(cause, errStopping) || errors.Is(cause, errCancelled) || errors.Is(cause, store.ErrLeaseLost)):
+		// Nothing to record: a stopping client gives the job back, a
+		// cancelled job is final, a lost lease is someone else's now.
+		log.Info("attempt interrupted", "cause", cause.Error(), "err", err.Error())
+		return
+	case errors.As(err, &snooze):
+		if _, err := c.ex.Snooze(bg, now, lease, now.Add(snooze.d)); err != nil {
+			c.logWriteErr(log, "snooze", err)
+			return
+		}
+		log.Debug("job snoozed", "for", snooze.d)
+		return
+	case ctx.Err() != nil && errors.As(cause, &timeout):
+		err = &TimeoutError{Timeout: timeout.Timeout, Err: err}
+	}
+
+	p := store.FailParams{
+		Now:   now,
+		Lease: lease,
+		Error: weirtype.AttemptError{Attempt: j.Attempt, At: now, Message: err.Error(), Type: errorType(err)},
+	}
+	var delay time.Duration
+	switch {
+	case retry.IsPermanent(err):
+		p.Abandon = weirtype.AbandonPermanent
+	case j.Attempt >= j.MaxAttempts:
+		p.Abandon = weirtype.AbandonMaxAttempts
+	default:
+		delay = retryDelay(reg, j, err)
+		p.RetryAt = now.Add(delay)
+		if ttl := reg.cfg.TTL; ttl > 0 && p.RetryAt.After(j.CreatedAt.Add(ttl)) {
+			p.Abandon, p.RetryAt = weirtype.AbandonTTL, time.Time{}
+		}
+	}
+	if _, ferr := c.ex.Fail(bg, p); ferr != nil {
+		c.logWriteErr(log, "record the failed attempt", ferr)
+		return
+	}
+	if p.Abandon != "" {
+		log.Error("job abandoned to the dead-letter store", "reason", string(p.Abandon), "err", err.Error())
+		return
+	}
+	log.Info("job failed; will retry", "retry_at", p.RetryAt, "delay", delay, "err", err.Error())
+}
+
+// retryDelay is the wait before the retry after j's attempt failed with
+// err: the kind's backoff for the attempt (its previous delay read from the
+// job: when this attempt was scheduled, less when the previous one failed),
+// raised to err's retry-after hint, which is capped by the backoff's Cap.
+func retryDelay(reg *registration, j *weirtype.Job, err error) time.Duration {
+	b := reg.cfg.Backoff
+	var prev time.Duration
+	if n := len(j.Errors); n > 0 && j.Errors[n-1].Attempt == j.Attempt-1 {
+		prev = max(j.ScheduledAt.Sub(j.Errors[n-1].At), 0)
+	}
+	d := b.Next(j.Attempt, prev)
+	if h, ok := retry.AfterHint(err); ok {
+		d = max(d, min(h, b.Cap))
+	}
+	return d
+}
+
+// abandon sends j to the dead-letter store without running it.
+func (c *Client) abandon(log *slog.Logger, j *weirtype.Job, lease store.Lease, reason weirtype.AbandonReason, errType, msg string) {
+	now := c.clock.Now()
+	_, err := c.ex.Fail(context.Background(), store.FailParams{
+		Now: now, Lease: lease, Abandon: reason,
+		Error: weirtype.AttemptError{Attempt: j.Attempt, At: now, Message: msg, Type: errType},
+	})
+	if err != nil {
+		c.logWriteErr(log, "abandon", err)
+		return
+	}
+	log.Error("job abandoned to the dead-letter store", "reason", string(reason), "err", msg)
+}
+
+func (c *Client) logWriteErr(log *slog.Logger, what string, err error) {
+	if errors.Is(err, store.ErrLeaseLost) {
+		log.Warn(what+": lease lost; another worker holds the job, or it was cancelled", "err", err.Error())
+		return
+	}
+	log.Error(what, "err", err.Error())
+}
+
+// heartbeatLoop extends the leases of the running jobs every
+// HeartbeatEvery, and cancels the contexts of those whose lease is lost.
+func (c *Client) heartbeatLoop() {
+	defer c.loopsWG.Done()
+	for {
+		t := c.clock.NewTimer(c.cfg.HeartbeatEvery)
+		select {
+		case <-c.loopsStop:
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		c.heartbeat()
+	}
+}
+
+func (c *Client) heartbeat() {
+	c.mu.Lock()
+	leases := make([]store.Lease, 0, len(c.running))
+	for _, r := range c.running {
+		leases = append(leases, r.lease)
+	}
+	c.mu.Unlock()
+	if len(leases) == 0 {
+		return
+	}
+	lost, err := c.ex.Heartbeat(context.Background(), c.clock.Now(), leases, c.cfg.LeaseFor)
+	if err != nil {
+		c.log.Error("heartbeat", "jobs", len(leases), "err", err.Error())
+		return
+	}
+	byID := make(map[int64]store.Lease, len(leases))
+	for _, l := range leases {
+		byID[l.ID] = l
+	}
+	for _, id := range lost {
+		c.mu.Lock()
+		r := c.running[id]
+		c.mu.Unlock()
+		if r == nil || r.lease != byID[id] {
+			continue // finished meanwhile, or a later attempt
+		}
+		c.log.Warn("lease lost; cancelling the attempt", "job_id", id, "attempt", r.lease.Attempt)
+		r.cancel(fmt.Errorf("weir: job %d: %w", id, store.ErrLeaseLost))
+	}
+}
+
+// rescueLoop puts back the jobs whose leases expired, at Start and every
+// RescueEvery.
+func (c *Client) rescueLoop() {
+	defer c.loopsWG.Done()
+	for {
+		c.rescue()
+		t := c.clock.NewTimer(c.cfg.RescueEvery)
+		select {
+		case <-c.loopsStop:
+			t.Stop()
+			return
+		case <-t.C():
+		}
+	}
+}
+
+func (c *Client) rescue() {
+	rescued, dead, err := c.ex.RescueExpired(context.Background(), c.clock.Now(), rescueLimit)
+	if err != nil {
+		c.log.Error("rescue expired leases", "err", err.Error())
+		return
+	}
+	if len(rescued) > 0 {
+		c.log.Info("rescued jobs whose lease expired", "jobs", len(rescued))
+		for _, r := range c.producers {
+			c.wake(r.queue)
+		}
+	}
+	for _, id := range dead {
+		c.log.Error("job abandoned to the dead-letter store", "job_id", id, "reason", string(weirtype.AbandonMaxAttempts), "err", "lease expired on the last attempt")
+	}
+}
