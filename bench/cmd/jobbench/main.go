@@ -1,0 +1,174 @@
+// Command jobbench compares weir's job throughput with River's, on the same
+// database, with the same no-op worker and the same settings.
+//
+//	cd bench && go run ./cmd/jobbench -store postgres -n 100000 -compare river
+//	cd bench && go run ./cmd/jobbench -store sqlite -n 20000 -compare river
+//
+// For each system it makes a fresh store of its own (PostgreSQL: a schema
+// jobbench_weir_<rand> or jobbench_river_<rand>, dropped at the end; SQLite:
+// a file in a temporary directory), bulk-inserts n no-op jobs in batches,
+// then starts the workers and times them from Start until the store shows
+// all n jobs completed. Completed jobs are kept (River's default retention
+// is 24 h; weir keeps them). Then, at low load, it inserts -latency-n jobs
+// one at a time, each after the previous one started, and measures the
+// insert call (enqueue latency) and the time from the insert's return to
+// the handler's start (pickup latency).
+//
+// It prints the settings, a table, and last a line "ratio weir/river: X.XX"
+// (jobs per second of weir over River's).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/pprof"
+	"text/tabwriter"
+	"time"
+)
+
+// settings are the flags, shared by both systems.
+type settings struct {
+	store        string
+	n            int
+	workers      int
+	compare      string
+	url          string
+	latencyN     int
+	batch        int
+	poll         time.Duration
+	cooldown     time.Duration
+	maxConns     int
+	timeout      time.Duration
+	cpuProfile   string
+	verbose      bool
+	postgresMode bool
+}
+
+func main() {
+	var s settings
+	flag.StringVar(&s.store, "store", "sqlite", "store: postgres or sqlite")
+	flag.IntVar(&s.n, "n", 10000, "jobs to bulk-insert and run")
+	flag.IntVar(&s.workers, "workers", 100, "concurrent workers, the same for both systems")
+	flag.StringVar(&s.compare, "compare", "", `system to compare with: "river", or empty for weir alone`)
+	flag.StringVar(&s.url, "url", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "PostgreSQL URL (-store postgres)")
+	flag.IntVar(&s.latencyN, "latency-n", 200, "jobs inserted one at a time for the latency measurement (0: skip)")
+	flag.IntVar(&s.batch, "batch", 1000, "jobs per bulk-insert call")
+	flag.DurationVar(&s.poll, "poll", 100*time.Millisecond, "weir's PollEvery and River's FetchPollInterval")
+	flag.DurationVar(&s.cooldown, "fetch-cooldown", time.Millisecond,
+		"River's FetchCooldown (its minimum is 1ms; weir has no cooldown: it claims as soon as a slot frees)")
+	flag.IntVar(&s.maxConns, "max-conns", 20, "PostgreSQL pool size of each system (-store postgres)")
+	flag.DurationVar(&s.timeout, "timeout", 10*time.Minute, "give up a run after this long")
+	flag.StringVar(&s.cpuProfile, "cpuprofile", "", "write a CPU profile of weir's throughput phase to this file")
+	flag.BoolVar(&s.verbose, "v", false, "log the clients' warnings and errors to stderr")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Stdout, s); err != nil {
+		fmt.Fprintln(os.Stderr, "jobbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, out io.Writer, s settings) error {
+	switch {
+	case s.store != "postgres" && s.store != "sqlite":
+		return fmt.Errorf("-store %q: want postgres or sqlite", s.store)
+	case s.compare != "" && s.compare != "river":
+		return fmt.Errorf("-compare %q: want river or nothing", s.compare)
+	case s.n <= 0 || s.workers <= 0 || s.batch <= 0 || s.latencyN < 0 || s.maxConns <= 0:
+		return errors.New("-n, -workers, -batch and -max-conns must be positive, -latency-n not negative")
+	case s.poll <= 0 || s.cooldown < time.Millisecond:
+		return errors.New("-poll must be positive and -fetch-cooldown at least 1ms (River's minimum)")
+	}
+	s.postgresMode = s.store == "postgres"
+	logger := slog.New(slog.DiscardHandler)
+	if s.verbose {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+
+	printSettings(out, s)
+	var results []result
+	systems := []func(context.Context, settings, *slog.Logger) (result, error){runWeir}
+	if s.compare == "river" {
+		systems = append(systems, runRiver)
+	}
+	for _, sys := range systems {
+		rctx, cancel := context.WithTimeout(ctx, s.timeout)
+		r, err := sys(rctx, s, logger)
+		cancel()
+		if err != nil {
+			return err
+		}
+		results = append(results, r)
+		fmt.Fprintf(out, "# %s: bulk insert %.2fs; last handler returned at %.3fs; store showed %d completed at %.3fs\n",
+			r.system, r.insert.Seconds(), r.handlersDone.Seconds(), r.jobs, r.elapsed.Seconds())
+	}
+	fmt.Fprintln(out)
+	printTable(out, s, results)
+	if len(results) == 2 {
+		fmt.Fprintf(out, "ratio weir/river: %.2f\n", results[0].rate()/results[1].rate())
+	}
+	return nil
+}
+
+func printSettings(out io.Writer, s settings) {
+	fmt.Fprintf(out, "# jobbench: store=%s jobs=%d workers=%d (both) insert-batch=%d latency-n=%d GOMAXPROCS=%d %s\n",
+		s.store, s.n, s.workers, s.batch, s.latencyN, runtime.GOMAXPROCS(0), runtime.Version())
+	fmt.Fprintf(out, "# poll: weir PollEvery=%v, River FetchPollInterval=%v; River FetchCooldown=%v (weir has none: it claims when a slot frees)\n",
+		s.poll, s.poll, s.cooldown)
+	fmt.Fprintln(out, "# wake on insert: weir wakes its own producer; River riverpgxv5 LISTEN/NOTIFY, riversqlite wakes its own producer")
+	if s.postgresMode {
+		fmt.Fprintf(out, "# postgres: pool of %d connections each; weir bulk insert InsertMany, River InsertManyFast (COPY)\n", s.maxConns)
+	} else {
+		fmt.Fprintln(out, "# sqlite: WAL, synchronous=NORMAL, busy_timeout 5s for both; weir 1 write + read pool, River 1 connection (as riversqlite advises); bulk insert weir InsertMany, River InsertManyFast")
+	}
+	fmt.Fprintln(out, "# jobs/s: n / (Start → store shows n completed); completed jobs kept by both")
+	fmt.Fprintln(out, "# enqueue: Insert call duration; pickup: Insert returned → handler started (one job at a time, idle queue)")
+}
+
+func printTable(out io.Writer, s settings, rs []result) {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "system\tstore\tjobs\tseconds\tjobs/s\tenqueue p50\tenqueue p99\tpickup p50\tpickup p99\t")
+	for _, r := range rs {
+		enq50, enq99, pick50, pick99 := "-", "-", "-", "-"
+		if len(r.enqueue) > 0 {
+			enq50, enq99 = ms(percentile(r.enqueue, 50)), ms(percentile(r.enqueue, 99))
+			pick50, pick99 = ms(percentile(r.pickup, 50)), ms(percentile(r.pickup, 99))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.3f\t%.0f\t%s\t%s\t%s\t%s\t\n",
+			r.system, s.store, r.jobs, r.elapsed.Seconds(), r.rate(), enq50, enq99, pick50, pick99)
+	}
+	_ = tw.Flush()
+}
+
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+}
+
+// startProfile starts the CPU profile when path is set, and returns the
+// function that stops it.
+func startProfile(path string) (func() error, error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
+}

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/store/postgres"
+	"github.com/weirhq/weir/store/sqlite"
+)
+
+// openWeirStore opens and migrates a fresh weir store, and returns it with
+// a function that counts its completed jobs and one that removes it.
+func openWeirStore(ctx context.Context, s settings) (st store.Store, count func(context.Context) (int, error), cleanup func(), err error) {
+	if s.postgresMode {
+		schema := fmt.Sprintf("jobbench_weir_%08x", rand.Uint32())
+		ps, err := postgres.Open(ctx, postgres.Config{URL: s.url, Schema: schema, MaxConns: int32(s.maxConns)})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		cleanup := func() {
+			dropSchema(ps.Pool(), schema)
+			ps.Close()
+		}
+		if _, err := ps.Migrate(ctx); err != nil {
+			cleanup()
+			return nil, nil, nil, err
+		}
+		q := "SELECT count(*) FROM " + pgx.Identifier{schema, "weir_jobs"}.Sanitize() + " WHERE state = 'completed'"
+		return ps, func(ctx context.Context) (int, error) { return countPG(ctx, ps.Pool(), q) }, cleanup, nil
+	}
+	dir, err := os.MkdirTemp("", "jobbench-weir-")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	path := filepath.Join(dir, "weir.db")
+	ss, err := sqlite.Open(ctx, sqlite.Config{Path: path})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, nil, err
+	}
+	reader, err := openSQLiteReader(path)
+	if err != nil {
+		ss.Close()
+		os.RemoveAll(dir)
+		return nil, nil, nil, err
+	}
+	cleanup = func() {
+		reader.Close()
+		ss.Close()
+		os.RemoveAll(dir)
+	}
+	if _, err := ss.Migrate(ctx); err != nil {
+		cleanup()
+		return nil, nil, nil, err
+	}
+	return ss, func(ctx context.Context) (int, error) {
+		return countSQL(ctx, reader, "SELECT count(*) FROM weir_jobs WHERE state = 'completed'")
+	}, cleanup, nil
+}
+
+// runWeir measures weir.
+func runWeir(ctx context.Context, s settings, logger *slog.Logger) (r result, err error) {
+	r = result{system: "weir", jobs: s.n}
+	st, count, cleanup, err := openWeirStore(ctx, s)
+	if err != nil {
+		return r, fmt.Errorf("weir: open store: %w", err)
+	}
+	defer cleanup()
+
+	sk := newSink(s.n)
+	workers := weir.NewWorkers()
+	if err := weir.AddWorker(workers, weir.WorkFunc(func(_ context.Context, j *weir.Job[noopArgs]) error {
+		sk.handle(j.Args)
+		return nil
+	}), weir.KindConfig{}); err != nil {
+		return r, err
+	}
+	client, err := weir.NewClient(weir.Config{
+		Store:     st,
+		Workers:   workers,
+		Queues:    map[string]weir.QueueConfig{weir.DefaultQueue: {MaxWorkers: s.workers}},
+		PollEvery: s.poll,
+		ID:        "jobbench",
+		Logger:    logger,
+	})
+	if err != nil {
+		return r, err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		err = errors.Join(err, client.Stop(sctx))
+	}()
+
+	params := make([]weir.InsertManyParams, 0, s.batch)
+	t0 := time.Now()
+	for i := 0; i < s.n; i += s.batch {
+		params = params[:0]
+		for range min(s.batch, s.n-i) {
+			params = append(params, weir.InsertManyParams{Args: noopArgs{}})
+		}
+		if _, err := client.InsertMany(ctx, params); err != nil {
+			return r, fmt.Errorf("weir: bulk insert: %w", err)
+		}
+	}
+	r.insert = time.Since(t0)
+
+	r.handlersDone, r.elapsed, err = throughput(ctx, sk, s.n, client.Start, count, s.cpuProfile)
+	if err != nil {
+		return r, fmt.Errorf("weir: %w", err)
+	}
+	r.enqueue, r.pickup, err = latency(ctx, sk, s.latencyN, func(ctx context.Context) error {
+		_, err := client.Insert(ctx, noopArgs{Latency: true}, nil)
+		return err
+	})
+	if err != nil {
+		return r, fmt.Errorf("weir: %w", err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := client.Stop(sctx); err != nil {
+		return r, fmt.Errorf("weir: stop: %w", err)
+	}
+	return r, checkTotal(ctx, "weir", count, s.n+s.latencyN)
+}
+
+func countPG(ctx context.Context, pool *pgxpool.Pool, q string) (int, error) {
+	var c int
+	err := pool.QueryRow(ctx, q).Scan(&c)
+	return c, err
+}
+
+func countSQL(ctx context.Context, db *sql.DB, q string) (int, error) {
+	var c int
+	err := db.QueryRowContext(ctx, q).Scan(&c)
+	return c, err
+}
+
+// dropSchema drops a benchmark schema, reporting a failure on stderr.
+func dropSchema(pool *pgxpool.Pool, schema string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+		fmt.Fprintf(os.Stderr, "jobbench: drop schema %s: %v\n", schema, err)
+	}
+}
+
+// openSQLiteReader opens a read-only handle on the database file at path,
+// for counting completed jobs without queueing behind the system's writes.
+func openSQLiteReader(path string) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=query_only(ON)")
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	return db, nil
+}
