@@ -43,7 +43,8 @@ type Config struct {
 	// its Migrate first.
 	Store store.Store
 	// Workers are the kinds the client runs. Nil for a client that only
-	// inserts (and cancels); such a client cannot Start.
+	// inserts (and cancels); such a client can Start only to insert its
+	// Periodic jobs, and then runs no job.
 	Workers *Workers
 	// Queues are the queues the client works, each with its limit.
 	// Default {"default": {MaxWorkers: 10}}. Every registered kind's queue
@@ -82,6 +83,9 @@ type Config struct {
 	// Logger receives the client's logs, with the keys job_id, kind,
 	// attempt and err. Default slog.Default().
 	Logger *slog.Logger
+	// Periodic are the jobs the client inserts at every tick of their
+	// schedules once started (see PeriodicJob). Default none.
+	Periodic []PeriodicJob
 }
 
 // withDefaults returns c with its defaults, or an error naming the bad
@@ -160,6 +164,7 @@ type Client struct {
 	log   *slog.Logger
 
 	producers map[string]*producer
+	periodic  []*periodicJob
 
 	// jobsCtx is the parent of every running job's context; it is
 	// cancelled, with cause errStopping, when Stop runs out of time.
@@ -175,6 +180,7 @@ type Client struct {
 	stopped     chan struct{} // closed when Stop has finished
 	stopErr     error
 	producersWG sync.WaitGroup
+	periodicWG  sync.WaitGroup
 	jobsWG      sync.WaitGroup
 	loopsWG     sync.WaitGroup
 }
@@ -220,6 +226,9 @@ func NewClient(cfg Config) (*Client, error) {
 		loopsStop: make(chan struct{}),
 		stopped:   make(chan struct{}),
 	}
+	if c.periodic, err = c.newPeriodic(cfg.Periodic); err != nil {
+		return nil, err
+	}
 	c.jobsCtx, c.cancelJobs = context.WithCancelCause(context.Background())
 	for name, q := range cfg.Queues {
 		c.producers[name] = &producer{
@@ -237,11 +246,12 @@ func (c *Client) ID() string { return c.cfg.ID }
 
 // Start takes back the jobs a previous run with the same ID left running
 // (ReleaseOwned, the attempt counted), then starts working the queues in
-// goroutines of its own and returns. ctx bounds Start's own work only: the
-// client runs until Stop. Start fails for a client without workers, and
-// when called twice.
+// goroutines of its own, with a goroutine per periodic job, and returns.
+// ctx bounds Start's own work only: the client runs until Stop. Start
+// fails for a client without workers or periodic jobs, and when called
+// twice. A client with periodic jobs and no workers only inserts them.
 func (c *Client) Start(ctx context.Context) error {
-	if len(c.kinds) == 0 {
+	if len(c.kinds) == 0 && len(c.periodic) == 0 {
 		return errors.New("weir: Start: no workers registered (a client that only inserts need not start)")
 	}
 	c.mu.Lock()
@@ -262,13 +272,20 @@ func (c *Client) Start(ctx context.Context) error {
 	if len(released) > 0 {
 		c.log.Info("took back the jobs a previous run left running", "owner", c.cfg.ID, "jobs", len(released))
 	}
-	for _, p := range c.producers {
-		c.producersWG.Add(1)
-		go c.produce(p)
+	if len(c.kinds) > 0 {
+		for _, p := range c.producers {
+			c.producersWG.Add(1)
+			go c.produce(p)
+		}
+		c.loopsWG.Add(2)
+		go c.heartbeatLoop()
+		go c.rescueLoop()
 	}
-	c.loopsWG.Add(2)
-	go c.heartbeatLoop()
-	go c.rescueLoop()
+	now := c.clock.Now()
+	for _, p := range c.periodic {
+		c.periodicWG.Add(1)
+		go c.runPeriodic(p, now)
+	}
 	return nil
 }
 
@@ -305,6 +322,7 @@ func (c *Client) Stop(ctx context.Context) error {
 func (c *Client) stop(ctx context.Context) error {
 	close(c.stopping)
 	c.producersWG.Wait()
+	c.periodicWG.Wait()
 	c.mu.Lock()
 	n := len(c.running)
 	c.mu.Unlock()

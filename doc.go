@@ -22,7 +22,12 @@
 //     TTL would pass;
 //   - jobs of crashed processes are rescued when their leases expire, and a
 //     restarted process with the same [Config.ID] takes its own back at
-//     once; [Client.Stop] waits for running jobs, then gives back the rest.
+//     once; [Client.Stop] waits for running jobs, then gives back the rest;
+//   - periodic jobs ([Config.Periodic], [PeriodicJob]) on interval or cron
+//     schedules ("every 15 minutes", "daily at 02:00"): each tick is
+//     inserted with an idempotency key made of the job's name and the tick
+//     time, so however many clients run, and across restarts, one job is
+//     made per tick.
 //
 // The client does not migrate the store: call its Migrate first. Time comes
 // from [Config.Clock], so every decision (leases, backoff, timeouts, polls)
