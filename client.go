@@ -165,6 +165,7 @@ type Client struct {
 
 	producers map[string]*producer
 	periodic  []*periodicJob
+	completer *completer
 
 	// jobsCtx is the parent of every running job's context; it is
 	// cancelled, with cause errStopping, when Stop runs out of time.
@@ -176,6 +177,7 @@ type Client struct {
 	running map[int64]*runningJob
 
 	stopping    chan struct{} // closed when Stop begins: producers exit
+	jobsStopped chan struct{} // closed when the running jobs are done: the completer writes what it holds and exits
 	loopsStop   chan struct{} // closed when the running jobs are done: heartbeat and rescue exit
 	stopped     chan struct{} // closed when Stop has finished
 	stopErr     error
@@ -215,21 +217,27 @@ func NewClient(cfg Config) (*Client, error) {
 		}
 	}
 	c := &Client{
-		cfg:       cfg,
-		ex:        cfg.Store.Executor(),
-		kinds:     kinds,
-		clock:     cfg.Clock,
-		log:       cfg.Logger,
-		producers: map[string]*producer{},
-		running:   map[int64]*runningJob{},
-		stopping:  make(chan struct{}),
-		loopsStop: make(chan struct{}),
-		stopped:   make(chan struct{}),
+		cfg:         cfg,
+		ex:          cfg.Store.Executor(),
+		kinds:       kinds,
+		clock:       cfg.Clock,
+		log:         cfg.Logger,
+		producers:   map[string]*producer{},
+		running:     map[int64]*runningJob{},
+		stopping:    make(chan struct{}),
+		jobsStopped: make(chan struct{}),
+		loopsStop:   make(chan struct{}),
+		stopped:     make(chan struct{}),
 	}
 	if c.periodic, err = c.newPeriodic(cfg.Periodic); err != nil {
 		return nil, err
 	}
 	c.jobsCtx, c.cancelJobs = context.WithCancelCause(context.Background())
+	workers := 0
+	for _, q := range cfg.Queues {
+		workers += q.MaxWorkers
+	}
+	c.completer = newCompleter(workers)
 	for name, q := range cfg.Queues {
 		c.producers[name] = &producer{
 			queue: name,
@@ -272,6 +280,7 @@ func (c *Client) Start(ctx context.Context) error {
 	if len(released) > 0 {
 		c.log.Info("took back the jobs a previous run left running", "owner", c.cfg.ID, "jobs", len(released))
 	}
+	go c.completer.run(c, c.jobsStopped)
 	if len(c.kinds) > 0 {
 		for _, p := range c.producers {
 			c.producersWG.Add(1)
@@ -353,6 +362,11 @@ func (c *Client) stop(ctx context.Context) error {
 			err = fmt.Errorf("weir: Stop: workers still running: %w", ctx.Err())
 		}
 	}
+	// The completions of the jobs that succeeded are written before
+	// anything is given back, and while heartbeats still keep their
+	// leases.
+	close(c.jobsStopped)
+	<-c.completer.done
 	close(c.loopsStop)
 	c.loopsWG.Wait()
 	c.cancelJobs(errStopping)

@@ -42,11 +42,16 @@ func (c *Client) wake(queue string) {
 }
 
 // produce claims jobs of p's queue up to its free slots, whenever a slot
-// frees, an insert wakes it or PollEvery passes, until Stop.
+// frees, an insert wakes it or PollEvery passes, until Stop. Once a claim
+// finds fewer jobs than it asked for, the queue is empty: freed slots no
+// longer wake the producer, which waits for an insert, a retry due at
+// once (finish wakes it) or the poll, so that an idle queue does not cost
+// a claim per finished job.
 func (c *Client) produce(p *producer) {
 	defer c.producersWG.Done()
 	running := 0
 	for {
+		empty := false
 		select {
 		case <-c.stopping:
 			return
@@ -71,6 +76,11 @@ func (c *Client) produce(p *producer) {
 				running++
 				c.start(j, p.done)
 			}
+			empty = len(jobs) < free
+		}
+		done := p.done
+		if empty {
+			done = nil
 		}
 		t := c.clock.NewTimer(c.cfg.PollEvery)
 		select {
@@ -80,7 +90,7 @@ func (c *Client) produce(p *producer) {
 		case <-t.C():
 		case <-p.wake:
 			t.Stop()
-		case <-p.done:
+		case <-done:
 			t.Stop()
 			running--
 		}
@@ -100,30 +110,37 @@ func (c *Client) start(j *weirtype.Job, done chan<- struct{}) {
 		defer c.jobsWG.Done()
 		defer func() { done <- struct{}{} }()
 		defer cancel(nil)
-		defer func() {
-			c.mu.Lock()
-			if r := c.running[j.ID]; r != nil && r.lease == lease {
-				delete(c.running, j.ID)
-			}
-			c.mu.Unlock()
-		}()
-		c.run(ctx, cancel, j, lease)
+		if !c.run(ctx, cancel, j, lease) {
+			c.forget(j.ID, lease)
+		}
 	}()
 }
 
-// run runs one attempt of j and records its outcome.
-func (c *Client) run(ctx context.Context, cancel context.CancelCauseFunc, j *weirtype.Job, lease store.Lease) {
+// forget drops the running job id, unless it is running at a lease other
+// than lease.
+func (c *Client) forget(id int64, lease store.Lease) {
+	c.mu.Lock()
+	if r := c.running[id]; r != nil && r.lease == lease {
+		delete(c.running, id)
+	}
+	c.mu.Unlock()
+}
+
+// run runs one attempt of j and records its outcome. It reports whether it
+// handed the job to the completer, which then forgets the job once its
+// completion is written.
+func (c *Client) run(ctx context.Context, cancel context.CancelCauseFunc, j *weirtype.Job, lease store.Lease) (handedOff bool) {
 	log := c.log.With(slog.Int64("job_id", j.ID), slog.String("kind", j.Kind), slog.Int("attempt", j.Attempt))
 	reg := c.kinds[j.Kind]
 	switch {
 	case j.Attempt > j.MaxAttempts:
 		c.abandon(log, j, lease, weirtype.AbandonMaxAttempts, errorTypeAttemptsSpent,
 			fmt.Sprintf("weir: claimed for attempt %d of %d: no attempt left; abandoned without running", j.Attempt, j.MaxAttempts))
-		return
+		return false
 	case reg == nil:
 		c.abandon(log, j, lease, weirtype.AbandonPermanent, errorTypeNoWorker,
 			fmt.Sprintf("weir: no worker is registered for kind %q in client %s", j.Kind, c.cfg.ID))
-		return
+		return false
 	}
 
 	var stopTimer chan struct{}
@@ -143,7 +160,7 @@ func (c *Client) run(ctx context.Context, cancel context.CancelCauseFunc, j *wei
 	if stopTimer != nil {
 		close(stopTimer)
 	}
-	c.finish(ctx, log, reg, j, lease, err)
+	return c.finish(ctx, log, reg, j, lease, err)
 }
 
 // call runs the worker, turning a panic into a *PanicError.
@@ -156,8 +173,10 @@ func call(ctx context.Context, reg *registration, j *weirtype.Job) (err error) {
 	return reg.work(ctx, j)
 }
 
-// finish records the outcome of an attempt that returned err.
-func (c *Client) finish(ctx context.Context, log *slog.Logger, reg *registration, j *weirtype.Job, lease store.Lease, err error) {
+// finish records the outcome of an attempt that returned err. A success
+// is handed to the completer, which writes it with others (finish then
+// reports true); any other outcome is written before finish returns.
+func (c *Client) finish(ctx context.Context, log *slog.Logger, reg *registration, j *weirtype.Job, lease store.Lease, err error) (handedOff bool) {
 	bg := context.Background()
 	now := c.clock.Now()
 	cause := context.Cause(ctx)
@@ -165,24 +184,23 @@ func (c *Client) finish(ctx context.Context, log *slog.Logger, reg *registration
 	var timeout *TimeoutError
 	switch {
 	case err == nil:
-		if _, err := c.ex.Complete(bg, now, lease); err != nil {
-			c.logWriteErr(log, "complete", err)
-			return
-		}
-		log.Debug("job completed")
-		return
+		c.completer.add(c, completion{lease: lease, log: log})
+		return true
 	case ctx.Err() != nil && (errors.Is(cause, errStopping) || errors.Is(cause, errCancelled) || errors.Is(cause, store.ErrLeaseLost)):
 		// Nothing to record: a stopping client gives the job back, a
 		// cancelled job is final, a lost lease is someone else's now.
 		log.Info("attempt interrupted", "cause", cause.Error(), "err", err.Error())
-		return
+		return false
 	case errors.As(err, &snooze):
 		if _, err := c.ex.Snooze(bg, now, lease, now.Add(snooze.d)); err != nil {
 			c.logWriteErr(log, "snooze", err)
-			return
+			return false
+		}
+		if snooze.d <= 0 {
+			c.wake(j.Queue)
 		}
 		log.Debug("job snoozed", "for", snooze.d)
-		return
+		return false
 	case ctx.Err() != nil && errors.As(cause, &timeout):
 		err = &TimeoutError{Timeout: timeout.Timeout, Err: err}
 	}
@@ -207,13 +225,17 @@ func (c *Client) finish(ctx context.Context, log *slog.Logger, reg *registration
 	}
 	if _, ferr := c.ex.Fail(bg, p); ferr != nil {
 		c.logWriteErr(log, "record the failed attempt", ferr)
-		return
+		return false
 	}
 	if p.Abandon != "" {
 		log.Error("job abandoned to the dead-letter store", "reason", string(p.Abandon), "err", err.Error())
-		return
+		return false
+	}
+	if !p.RetryAt.After(now) {
+		c.wake(j.Queue)
 	}
 	log.Info("job failed; will retry", "retry_at", p.RetryAt, "delay", delay, "err", err.Error())
+	return false
 }
 
 // retryDelay is the wait before the retry after j's attempt failed with

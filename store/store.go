@@ -74,6 +74,12 @@ type Executor interface {
 	// FinalizedAt now and the lease dropped. It returns ErrLeaseLost,
 	// changing nothing, when the lease is no longer held.
 	Complete(ctx context.Context, now time.Time, l Lease) (*weirtype.Job, error)
+	// CompleteMany completes, as Complete does and in one transaction,
+	// the job of each of the leases still held, and returns the ids of
+	// the jobs it did not complete, their leases lost (in the order of
+	// leases, each once), changing nothing for them. It lets a worker
+	// commit many completions at once.
+	CompleteMany(ctx context.Context, now time.Time, leases []Lease) (lost []int64, err error)
 	// Fail records a failed attempt of a job whose lease is held: the error
 	// is appended to the job's errors and the lease dropped. With an empty
 	// Abandon the job is scheduled to run again at RetryAt (available if

@@ -23,8 +23,8 @@ import (
 // abandoned with its dead letter) is one statement with data-modifying
 // CTEs.
 type lifecycleQueries struct {
-	claim, heartbeat, complete, failRetry, failAbandon, snooze, cancel, jobLease string
-	rescue, release, getDeadLetter                                               string
+	claim, heartbeat, complete, completeMany, failRetry, failAbandon, snooze, cancel, jobLease string
+	rescue, release, getDeadLetter                                                             string
 }
 
 // deadLetterColumns are the columns scanDeadLetter reads, in its order.
@@ -76,6 +76,11 @@ RETURNING j.id, j.lease_owner, j.attempt`,
 		complete: `UPDATE ` + jobs + ` SET state = 'completed', finalized_at = $4::timestamptz, updated_at = $4::timestamptz, ` + dropLease + `
 WHERE ` + held + `
 RETURNING ` + jobColumns,
+		// The leases come as Heartbeat's do.
+		completeMany: `UPDATE ` + jobs + ` AS j SET state = 'completed', finalized_at = $4::timestamptz, updated_at = $4::timestamptz, ` + dropLease + `
+FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS l(id, owner, attempt)
+WHERE j.id = l.id AND j.state = 'running' AND j.lease_owner = l.owner AND j.attempt = l.attempt
+RETURNING j.id`,
 		failRetry: `UPDATE ` + jobs + ` SET
 	state = $7,
 	scheduled_at = $6::timestamptz,
@@ -409,6 +414,55 @@ func (e executor) Complete(ctx context.Context, now time.Time, l store.Lease) (*
 		return nil, err
 	}
 	return e.held(ctx, op, l, e.s.sql.complete, micro(now))
+}
+
+// CompleteMany completes the jobs of the leases still held, in one
+// statement, and returns the ids of the jobs of the others, in the order
+// of leases, each once; see store.Executor.
+func (e executor) CompleteMany(ctx context.Context, now time.Time, leases []store.Lease) ([]int64, error) {
+	const op = "complete many"
+	if err := checkNow(op, now); err != nil {
+		return nil, err
+	}
+	ids := make([]int64, len(leases))
+	owners := make([]string, len(leases))
+	attempts := make([]int64, len(leases))
+	for i, l := range leases {
+		if err := checkLease(op, l); err != nil {
+			return nil, err
+		}
+		ids[i], owners[i], attempts[i] = l.ID, l.Owner, int64(l.Attempt)
+	}
+	if len(leases) == 0 {
+		return nil, nil
+	}
+	var done []int64
+	err := e.run(ctx, func(q querier) error {
+		rows, err := q.Query(ctx, e.s.sql.completeMany, ids, owners, attempts, micro(now))
+		if err != nil {
+			return err
+		}
+		done, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		return err
+	})
+	if err != nil {
+		return nil, dbError(op, err)
+	}
+	// Lost are the jobs not completed: a job named under several leases,
+	// one of them held, is completed and not lost.
+	completed := make(map[int64]bool, len(done))
+	for _, id := range done {
+		completed[id] = true
+	}
+	reported := make(map[int64]bool)
+	var lost []int64
+	for _, l := range leases {
+		if !completed[l.ID] && !reported[l.ID] {
+			reported[l.ID] = true
+			lost = append(lost, l.ID)
+		}
+	}
+	return lost, nil
 }
 
 // Fail records a failed attempt of the job of a lease still held; see

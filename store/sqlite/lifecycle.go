@@ -310,6 +310,70 @@ func (e executor) Complete(ctx context.Context, now time.Time, l store.Lease) (*
 	return job, nil
 }
 
+// completeJobs completes at ?1 the jobs of the leases ?2 (as for
+// heartbeatJobs) still held, and returns their ids; see heartbeatJobs for
+// the plan.
+const completeJobs = `UPDATE weir_jobs NOT INDEXED SET
+	state = 'completed', finalized_at = ?1, updated_at = ?1, lease_owner = '', lease_expires_at = NULL
+	FROM (SELECT value ->> 0 AS lease_id, value ->> 1 AS lease_owner, value ->> 2 AS lease_attempt
+		FROM json_each(?2)) AS l
+	WHERE weir_jobs.id = l.lease_id AND weir_jobs.state = 'running'
+		AND weir_jobs.lease_owner = l.lease_owner AND weir_jobs.attempt = l.lease_attempt
+	RETURNING id`
+
+// CompleteMany completes the jobs of the leases still held in one UPDATE,
+// and returns the ids of the jobs it did not complete (each id once, in
+// the order of leases).
+func (e executor) CompleteMany(ctx context.Context, now time.Time, leases []store.Lease) ([]int64, error) {
+	var err error
+	for i, l := range leases {
+		if err = checkLease(l); err != nil {
+			err = fmt.Errorf("lease %d (job %d): %w", i, l.ID, err)
+			break
+		}
+	}
+	if err == nil {
+		err = checkNow(now)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("complete jobs: %w", err)
+	}
+	if len(leases) == 0 {
+		return nil, nil
+	}
+	list, err := leaseList(leases)
+	if err != nil {
+		return nil, fmt.Errorf("complete jobs: %w", err)
+	}
+	completed := make(map[int64]bool, len(leases))
+	err = e.write(ctx, func(tx *sql.Tx) error {
+		clear(completed)
+		rows, err := e.s.stmts.query(ctx, tx, completeJobs, encodeTime(now), list)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			completed[id] = true
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("complete %d jobs: %w", len(leases), err)
+	}
+	var lost []int64
+	for _, l := range leases {
+		if !completed[l.ID] && !slices.Contains(lost, l.ID) {
+			lost = append(lost, l.ID)
+		}
+	}
+	return lost, nil
+}
+
 // retryJob and abandonJob append the attempt's error ?5 (JSON) to the
 // job's errors; retryJob makes the job ?6 at ?7.
 const (

@@ -22,6 +22,7 @@ func lifecycleCases() []suiteCase {
 		{"ClaimConcurrentTakesEachJobOnce", testClaimConcurrent},
 		{"Heartbeat", testHeartbeat},
 		{"CompleteNeedsTheLease", testComplete},
+		{"CompleteManyReportsTheLost", testCompleteMany},
 		{"FailSchedulesARetry", testFailRetry},
 		{"FailAbandonsToDeadLetters", testFailAbandon},
 		{"SnoozeGivesTheAttemptBack", testSnooze},
@@ -224,6 +225,60 @@ func testComplete(t *testing.T, h Harness) {
 	}
 	if _, err := ex.Complete(context.Background(), now, store.Lease{ID: 999999, Owner: "w1", Attempt: 1}); !errors.Is(err, store.ErrLeaseLost) && !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("complete of a missing job: %v", err)
+	}
+}
+
+func testCompleteMany(t *testing.T, h Harness) {
+	s := migrated(t, h)
+	ex := s.Executor()
+	j1 := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "cm1"}, "w1")
+	j2 := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "cm2"}, "w1")
+	j3 := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "cm3"}, "w1")
+	other := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "cm4"}, "w2")
+	if lost, err := ex.CompleteMany(context.Background(), now, nil); err != nil || len(lost) != 0 {
+		t.Fatalf("complete of no leases: lost %v, %v", lost, err)
+	}
+	if _, err := ex.CompleteMany(context.Background(), now, []store.Lease{store.LeaseOf(j1), {ID: j2.ID, Attempt: 1}}); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("complete of a lease without an owner: %v, want ErrInvalid", err)
+	}
+	if _, err := ex.CompleteMany(context.Background(), time.Time{}, []store.Lease{store.LeaseOf(j1)}); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("complete at the zero time: %v, want ErrInvalid", err)
+	}
+	if j := getJob(t, ex, j1.ID); j.State != weirtype.StateRunning {
+		t.Fatalf("an invalid CompleteMany changed job %d: %+v", j1.ID, *j)
+	}
+
+	at := now.Add(time.Second)
+	lost, err := ex.CompleteMany(context.Background(), at, []store.Lease{
+		store.LeaseOf(j1),
+		{ID: other.ID, Owner: "w1", Attempt: other.Attempt}, // held by w2
+		store.LeaseOf(j2),
+		{ID: 999999, Owner: "w1", Attempt: 1}, // missing
+		store.LeaseOf(j3),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int64{other.ID, 999999}; !slices.Equal(lost, want) {
+		t.Fatalf("lost %v, want %v (held by another worker, and missing, in input order)", lost, want)
+	}
+	for _, id := range []int64{j1.ID, j2.ID, j3.ID} {
+		if j := getJob(t, ex, id); j.State != weirtype.StateCompleted || !j.FinalizedAt.Equal(at) || j.LeaseOwner != "" || !j.LeaseExpiresAt.IsZero() {
+			t.Fatalf("completed job %+v", *j)
+		}
+	}
+	if j := getJob(t, ex, other.ID); j.State != weirtype.StateRunning || j.LeaseOwner != "w2" || !j.LeaseExpiresAt.Equal(now.Add(lease)) || !j.FinalizedAt.IsZero() {
+		t.Fatalf("a CompleteMany of w1 changed w2's job: %+v", *j)
+	}
+	again, err := ex.CompleteMany(context.Background(), at.Add(time.Second), []store.Lease{store.LeaseOf(j2), store.LeaseOf(j1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int64{j2.ID, j1.ID}; !slices.Equal(again, want) {
+		t.Fatalf("second complete lost %v, want %v", again, want)
+	}
+	if j := getJob(t, ex, j1.ID); !j.FinalizedAt.Equal(at) {
+		t.Fatalf("a second complete moved FinalizedAt to %v", j.FinalizedAt)
 	}
 }
 
