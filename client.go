@@ -173,7 +173,7 @@ type Client struct {
 	cancelJobs context.CancelCauseFunc
 
 	mu      sync.Mutex
-	state   int // stateNew, stateStarted, stateStopping
+	state   int // stateNew, stateStarting, stateStarted, stateStopping
 	running map[int64]*runningJob
 
 	stopping    chan struct{} // closed when Stop begins: producers exit
@@ -188,9 +188,10 @@ type Client struct {
 }
 
 const (
-	stateNew = iota
+	stateNew      = iota
+	stateStarting // Start is taking back the jobs of a previous run
 	stateStarted
-	stateStopping
+	stateStopping // Stop has begun: nothing starts any more
 )
 
 // runningJob is a job this client is running.
@@ -256,30 +257,48 @@ func (c *Client) ID() string { return c.cfg.ID }
 // (ReleaseOwned, the attempt counted), then starts working the queues in
 // goroutines of its own, with a goroutine per periodic job, and returns.
 // ctx bounds Start's own work only: the client runs until Stop. Start
-// fails for a client without workers or periodic jobs, and when called
-// twice. A client with periodic jobs and no workers only inserts them.
+// fails for a client without workers or periodic jobs, when called twice,
+// and once Stop has begun (a Stop during Start makes Start return an error
+// having started nothing). A client with periodic jobs and no workers only
+// inserts them.
 func (c *Client) Start(ctx context.Context) error {
 	if len(c.kinds) == 0 && len(c.periodic) == 0 {
 		return errors.New("weir: Start: no workers registered (a client that only inserts need not start)")
 	}
 	c.mu.Lock()
-	if c.state != stateNew {
+	switch c.state {
+	case stateNew:
+	case stateStopping:
+		c.mu.Unlock()
+		return errStartAfterStop
+	default:
 		c.mu.Unlock()
 		return errors.New("weir: Start: the client was started already")
 	}
-	c.state = stateStarted
+	c.state = stateStarting
 	c.mu.Unlock()
 
 	released, err := c.ex.ReleaseOwned(ctx, c.clock.Now(), c.cfg.ID, false)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state == stateStopping {
+		// Stop began meanwhile and waits for this: start nothing.
+		close(c.stopped)
+		if err != nil {
+			return fmt.Errorf("weir: Start: take back the jobs of %s: %w", c.cfg.ID, err)
+		}
+		return errStartAfterStop
+	}
 	if err != nil {
-		c.mu.Lock()
 		c.state = stateNew
-		c.mu.Unlock()
 		return fmt.Errorf("weir: Start: take back the jobs of %s: %w", c.cfg.ID, err)
 	}
 	if len(released) > 0 {
 		c.log.Info("took back the jobs a previous run left running", "owner", c.cfg.ID, "jobs", len(released))
 	}
+	// The goroutines start under c.mu, so that Stop, which needs it to
+	// begin, never waits on a WaitGroup that may still grow.
+	c.state = stateStarted
 	go c.completer.run(c, c.jobsStopped)
 	if len(c.kinds) > 0 {
 		for _, p := range c.producers {
@@ -305,13 +324,19 @@ func (c *Client) Start(ctx context.Context) error {
 // attempt returned (ReleaseOwned with giveBack). A worker that returns an
 // error after its context was cancelled for the shutdown records nothing:
 // its job is simply given back. Stop returns ctx's error if ctx ended
-// before the workers returned. It is safe to call twice, and before Start.
+// before the workers returned. It is safe to call twice, and before Start;
+// once Stop has begun, Start fails. A Stop during Start waits for Start,
+// which then starts nothing.
 func (c *Client) Stop(ctx context.Context) error {
 	c.mu.Lock()
 	switch c.state {
 	case stateNew:
+		c.state = stateStopping
 		c.mu.Unlock()
+		close(c.stopped)
 		return nil
+	case stateStarting:
+		c.state = stateStopping // Start sees it, starts nothing and closes stopped
 	case stateStarted:
 		c.state = stateStopping
 		c.mu.Unlock()

@@ -2,15 +2,23 @@ package weir
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
+	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/store"
 )
 
-// completeBatch is the most completions one CompleteMany writes.
-const completeBatch = 100
+const (
+	// completeBatch is the most completions one CompleteMany writes.
+	completeBatch = 100
+	// writeRetryBase is the first wait before a failed write of an
+	// attempt's outcome is tried again (see writeBackoff).
+	writeRetryBase = 500 * time.Millisecond
+)
 
 // completion is a job whose worker succeeded, waiting for its completion
 // to be written.
@@ -46,13 +54,13 @@ func newCompleter(workers int) *completer {
 }
 
 // add queues the completion of a job, or, once the completer has
-// stopped, writes it at once.
+// stopped, writes it at once (retrying as the last flush does).
 func (cp *completer) add(c *Client, x completion) {
 	cp.slots <- struct{}{}
 	cp.mu.Lock()
 	if cp.stopped {
 		cp.mu.Unlock()
-		c.writeCompletions([]completion{x})
+		c.writeCompletionsBounded([]completion{x})
 		<-cp.slots
 		return
 	}
@@ -65,31 +73,84 @@ func (cp *completer) add(c *Client, x completion) {
 }
 
 // run writes the queued completions whenever one is queued, until stop
-// closes; then it writes those still queued and exits.
+// closes; then it writes those still queued and exits. A write that fails
+// keeps its completions queued (their jobs stay among the running ones,
+// their leases extended by heartbeats) and is retried after writeBackoff
+// on the clock, or at the next wake.
 func (cp *completer) run(c *Client, stop <-chan struct{}) {
 	defer close(cp.done)
+	var retry clock.Timer // pending retry of a failed write; nil for none
+	failures := 0
 	for {
+		var retryC <-chan time.Time
+		if retry != nil {
+			retryC = retry.C()
+		}
 		select {
 		case <-cp.wake:
-			cp.flush(c, false)
+		case <-retryC:
+			retry = nil
 		case <-stop:
-			cp.flush(c, true)
+			if retry != nil {
+				retry.Stop()
+			}
+			cp.flushLast(c)
 			return
+		}
+		switch {
+		case cp.flush(c):
+			failures = 0
+			if retry != nil {
+				retry.Stop()
+				retry = nil
+			}
+		case retry == nil:
+			failures++
+			retry = c.clock.NewTimer(c.writeBackoff(failures))
 		}
 	}
 }
 
-// flush writes every completion queued; with last, it marks the completer
-// stopped first, so that nothing is queued after it.
-func (cp *completer) flush(c *Client, last bool) {
+// flush writes every completion queued, and reports whether all were
+// written; those whose write failed go back to the head of the queue.
+func (cp *completer) flush(c *Client) bool {
 	cp.mu.Lock()
 	batch := cp.queue
 	cp.queue = nil
-	cp.stopped = cp.stopped || last
+	cp.mu.Unlock()
+	var failed []completion
+	for len(batch) > 0 {
+		n := min(len(batch), completeBatch)
+		if err := c.writeCompletions(batch[:n]); err != nil {
+			failed = append(failed, batch[:n]...)
+		} else {
+			for range n {
+				<-cp.slots
+			}
+		}
+		batch = batch[n:]
+	}
+	if len(failed) == 0 {
+		return true
+	}
+	cp.mu.Lock()
+	cp.queue = append(failed, cp.queue...)
+	cp.mu.Unlock()
+	return false
+}
+
+// flushLast marks the completer stopped, so that nothing is queued after
+// it, and writes every completion queued, retrying failed writes for up
+// to releaseTimeout.
+func (cp *completer) flushLast(c *Client) {
+	cp.mu.Lock()
+	batch := cp.queue
+	cp.queue = nil
+	cp.stopped = true
 	cp.mu.Unlock()
 	for len(batch) > 0 {
 		n := min(len(batch), completeBatch)
-		c.writeCompletions(batch[:n])
+		c.writeCompletionsBounded(batch[:n])
 		for range n {
 			<-cp.slots
 		}
@@ -97,18 +158,51 @@ func (cp *completer) flush(c *Client, last bool) {
 	}
 }
 
+// writeBackoff is the wait before try n+1 of a write that failed n times:
+// doubling from writeRetryBase, capped at HeartbeatEvery (heartbeats keep
+// the leases meanwhile).
+func (c *Client) writeBackoff(n int) time.Duration {
+	return min(writeRetryBase<<min(n-1, 20), c.cfg.HeartbeatEvery)
+}
+
+// writeCompletionsBounded writes xs as writeCompletions does, retrying a
+// failed write for up to releaseTimeout on the clock; then it gives up
+// and forgets the jobs, which Stop gives back to the queue.
+func (c *Client) writeCompletionsBounded(xs []completion) {
+	deadline := c.clock.Now().Add(releaseTimeout)
+	for n := 1; ; n++ {
+		err := c.writeCompletions(xs)
+		if err == nil {
+			return
+		}
+		d := c.writeBackoff(n)
+		if c.clock.Now().Add(d).After(deadline) {
+			for _, x := range xs {
+				x.log.Error("complete: giving up; the job will be given back", "err", err.Error())
+				c.forget(x.lease.ID, x.lease)
+			}
+			return
+		}
+		t := c.clock.NewTimer(d)
+		<-t.C()
+	}
+}
+
 // writeCompletions completes the jobs of xs in one CompleteMany, logs the
-// outcome of each, and forgets them.
-func (c *Client) writeCompletions(xs []completion) {
+// outcome of each, and forgets them. On an error other than
+// store.ErrLeaseLost it forgets none and returns the error: the caller
+// retries.
+func (c *Client) writeCompletions(xs []completion) error {
 	leases := make([]store.Lease, len(xs))
 	for i, x := range xs {
 		leases[i] = x.lease
 	}
 	lost, err := c.ex.CompleteMany(context.Background(), c.clock.Now(), leases)
-	if err != nil {
+	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
 		for _, x := range xs {
-			c.logWriteErr(x.log, "complete", err)
+			x.log.Warn("complete: write failed; will retry", "err", err.Error())
 		}
+		return err
 	}
 	isLost := make(map[int64]bool, len(lost))
 	for _, id := range lost {
@@ -117,6 +211,7 @@ func (c *Client) writeCompletions(xs []completion) {
 	for _, x := range xs {
 		switch {
 		case err != nil:
+			c.logWriteErr(x.log, "complete", err)
 		case isLost[x.lease.ID]:
 			c.logWriteErr(x.log, "complete", fmt.Errorf("weir: job %d at attempt %d: %w", x.lease.ID, x.lease.Attempt, store.ErrLeaseLost))
 		default:
@@ -124,4 +219,5 @@ func (c *Client) writeCompletions(xs []completion) {
 		}
 		c.forget(x.lease.ID, x.lease)
 	}
+	return nil
 }

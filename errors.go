@@ -61,6 +61,9 @@ var (
 	errCancelled = errors.New("weir: the job was cancelled")
 )
 
+// errStartAfterStop is Start's error once Stop has begun.
+var errStartAfterStop = errors.New("weir: Start: the client was stopped")
+
 // Types the attempt's recorded error type looks through: they mark or wrap
 // an error without being its kind.
 var transparent = func() map[reflect.Type]bool {

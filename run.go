@@ -103,8 +103,16 @@ func (c *Client) start(j *weirtype.Job, done chan<- struct{}) {
 	ctx, cancel := context.WithCancelCause(c.jobsCtx)
 	lease := store.LeaseOf(j)
 	c.mu.Lock()
+	old := c.running[j.ID]
 	c.running[j.ID] = &runningJob{lease: lease, cancel: cancel}
 	c.mu.Unlock()
+	if old != nil && old.lease != lease {
+		// The job was reclaimed (an insert of its key found it stuck) and
+		// claimed again by this client: the earlier attempt's lease is
+		// gone, and it must not run beside this one.
+		c.log.Warn("job claimed again; cancelling the earlier attempt", "job_id", j.ID, "attempt", old.lease.Attempt)
+		old.cancel(fmt.Errorf("weir: job %d: %w", j.ID, store.ErrLeaseLost))
+	}
 	c.jobsWG.Add(1)
 	go func() {
 		defer c.jobsWG.Done()
@@ -192,7 +200,10 @@ func (c *Client) finish(ctx context.Context, log *slog.Logger, reg *registration
 		log.Info("attempt interrupted", "cause", cause.Error(), "err", err.Error())
 		return false
 	case errors.As(err, &snooze):
-		if _, err := c.ex.Snooze(bg, now, lease, now.Add(snooze.d)); err != nil {
+		if err := c.retryWrite(log, "snooze", func() error {
+			_, err := c.ex.Snooze(bg, now, lease, now.Add(snooze.d))
+			return err
+		}); err != nil {
 			c.logWriteErr(log, "snooze", err)
 			return false
 		}
@@ -223,7 +234,10 @@ func (c *Client) finish(ctx context.Context, log *slog.Logger, reg *registration
 			p.Abandon, p.RetryAt = weirtype.AbandonTTL, time.Time{}
 		}
 	}
-	if _, ferr := c.ex.Fail(bg, p); ferr != nil {
+	if ferr := c.retryWrite(log, "record the failed attempt", func() error {
+		_, err := c.ex.Fail(bg, p)
+		return err
+	}); ferr != nil {
 		c.logWriteErr(log, "record the failed attempt", ferr)
 		return false
 	}
@@ -258,15 +272,40 @@ func retryDelay(reg *registration, j *weirtype.Job, err error) time.Duration {
 // abandon sends j to the dead-letter store without running it.
 func (c *Client) abandon(log *slog.Logger, j *weirtype.Job, lease store.Lease, reason weirtype.AbandonReason, errType, msg string) {
 	now := c.clock.Now()
-	_, err := c.ex.Fail(context.Background(), store.FailParams{
-		Now: now, Lease: lease, Abandon: reason,
-		Error: weirtype.AttemptError{Attempt: j.Attempt, At: now, Message: msg, Type: errType},
+	err := c.retryWrite(log, "abandon", func() error {
+		_, err := c.ex.Fail(context.Background(), store.FailParams{
+			Now: now, Lease: lease, Abandon: reason,
+			Error: weirtype.AttemptError{Attempt: j.Attempt, At: now, Message: msg, Type: errType},
+		})
+		return err
 	})
 	if err != nil {
 		c.logWriteErr(log, "abandon", err)
 		return
 	}
 	log.Error("job abandoned to the dead-letter store", "reason", string(reason), "err", msg)
+}
+
+// retryWrite calls write, which records an attempt's outcome, until it
+// succeeds or fails with store.ErrLeaseLost, waiting writeBackoff on the
+// clock between tries; the job stays among the running ones meanwhile, so
+// heartbeats keep its lease. It gives up, returning the last error, once
+// Stop cancels the running jobs: Stop then gives the job back.
+func (c *Client) retryWrite(log *slog.Logger, what string, write func() error) error {
+	for n := 1; ; n++ {
+		err := write()
+		if err == nil || errors.Is(err, store.ErrLeaseLost) {
+			return err
+		}
+		log.Warn(what+": write failed; will retry", "err", err.Error())
+		t := c.clock.NewTimer(c.writeBackoff(n))
+		select {
+		case <-t.C():
+		case <-c.jobsCtx.Done():
+			t.Stop()
+			return err
+		}
+	}
 }
 
 func (c *Client) logWriteErr(log *slog.Logger, what string, err error) {

@@ -1,0 +1,242 @@
+package weir_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/store/sqlite"
+	"github.com/weirhq/weir/weirtype"
+)
+
+// Regression tests of the engine review findings (docs/design-notes.md),
+// each injecting its fault through a store that wraps the SQLite one.
+
+var errInjected = errors.New("injected: connection reset")
+
+// faultStore is a SQLite store whose executor is ex.
+type faultStore struct {
+	*sqlite.Store
+	ex *faultEx
+}
+
+func (s *faultStore) Executor() store.Executor { return s.ex }
+
+// faultEx fails the next failComplete CompleteMany calls, the next failFail
+// Fail calls and every ReleaseOwned without giveBack while failRelease is
+// set, and counts the calls of the client's loops.
+type faultEx struct {
+	store.Executor
+	failComplete atomic.Int32
+	failFail     atomic.Int32
+	failRelease  atomic.Bool
+	loopCalls    atomic.Int64 // Claim, Heartbeat and RescueExpired calls
+}
+
+func (e *faultEx) CompleteMany(ctx context.Context, now time.Time, ls []store.Lease) ([]int64, error) {
+	if e.failComplete.Add(-1) >= 0 {
+		return nil, errInjected
+	}
+	return e.Executor.CompleteMany(ctx, now, ls)
+}
+
+func (e *faultEx) Fail(ctx context.Context, p store.FailParams) (*weirtype.Job, error) {
+	if e.failFail.Add(-1) >= 0 {
+		return nil, errInjected
+	}
+	return e.Executor.Fail(ctx, p)
+}
+
+func (e *faultEx) ReleaseOwned(ctx context.Context, now time.Time, owner string, giveBack bool) ([]int64, error) {
+	if !giveBack && e.failRelease.Load() {
+		return nil, errInjected
+	}
+	return e.Executor.ReleaseOwned(ctx, now, owner, giveBack)
+}
+
+func (e *faultEx) Claim(ctx context.Context, p store.ClaimParams) ([]*weirtype.Job, error) {
+	e.loopCalls.Add(1)
+	return e.Executor.Claim(ctx, p)
+}
+
+func (e *faultEx) Heartbeat(ctx context.Context, now time.Time, ls []store.Lease, leaseFor time.Duration) ([]int64, error) {
+	e.loopCalls.Add(1)
+	return e.Executor.Heartbeat(ctx, now, ls, leaseFor)
+}
+
+func (e *faultEx) RescueExpired(ctx context.Context, now time.Time, limit int) ([]int64, []int64, error) {
+	e.loopCalls.Add(1)
+	return e.Executor.RescueExpired(ctx, now, limit)
+}
+
+func wrap(s *sqlite.Store) *faultStore {
+	return &faultStore{Store: s, ex: &faultEx{Executor: s.Executor()}}
+}
+
+// withFaults makes the client of newEnv use fs, wrapping newEnv's store.
+func withFaults(fs *faultStore) func(*weir.Config) {
+	return func(c *weir.Config) {
+		fs.Store = c.Store.(*sqlite.Store)
+		fs.ex.Executor = fs.Store.Executor()
+		c.Store = fs
+	}
+}
+
+// Finding 1: a stuck job reclaimed by an insert of its key and claimed
+// again by the same client must not leave its earlier attempt running:
+// the earlier attempt's context is cancelled with store.ErrLeaseLost.
+func TestReclaimBySameClientCancelsTheEarlierAttempt(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	started := map[int]bool{}
+	causes := map[int]error{}
+	e := newEnv(t, weir.WorkFunc(func(ctx context.Context, j *weir.Job[task]) error {
+		mu.Lock()
+		started[j.Attempt] = true
+		mu.Unlock()
+		<-ctx.Done()
+		mu.Lock()
+		causes[j.Attempt] = context.Cause(ctx)
+		mu.Unlock()
+		return ctx.Err()
+	}), weir.KindConfig{}, nil).start()
+	opts := &weir.InsertOpts{IdempotencyKey: "blob-1"}
+	id := e.insert(task{}, opts).ID
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return started[1] })
+	// Past StuckAfter, heartbeats holding the lease meanwhile.
+	from := e.fc.Now()
+	advanceUntil(t, e.fc, 10*time.Second, func() bool { return e.fc.Now().Sub(from) > store.DefaultStuckAfter })
+	r, err := e.c.Insert(context.Background(), task{}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Outcome != weirtype.Reclaimed || r.Job.ID != id {
+		t.Fatalf("second insert: %s of job %d, want reclaimed of %d", r.Outcome, r.Job.ID, id)
+	}
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return started[2] })
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return causes[1] != nil })
+	mu.Lock()
+	defer mu.Unlock()
+	if !errors.Is(causes[1], store.ErrLeaseLost) {
+		t.Fatalf("attempt 1 cancelled with %v, want ErrLeaseLost", causes[1])
+	}
+	if causes[2] != nil {
+		t.Fatalf("attempt 2 cancelled with %v", causes[2])
+	}
+}
+
+// Finding 3: a transient CompleteMany error keeps the job leased and the
+// write is retried: a success on the last attempt ends completed, not
+// rescued and dead-lettered.
+func TestTransientCompleteErrorStillCompletesTheJob(t *testing.T) {
+	t.Parallel()
+	fs := &faultStore{ex: &faultEx{}}
+	fs.ex.failComplete.Store(1)
+	var runs atomic.Int32
+	e := newEnv(t, weir.WorkFunc(func(context.Context, *weir.Job[task]) error {
+		runs.Add(1)
+		return nil
+	}), weir.KindConfig{MaxAttempts: 1}, withFaults(fs)).start()
+	id := e.insert(task{}, nil).ID
+	waitFor(t, func() bool { return runs.Load() == 1 })
+	j := e.advanceState(id, time.Second, weirtype.StateCompleted, 1)
+	if len(j.Errors) != 0 || runs.Load() != 1 {
+		t.Fatalf("job %+v after %d runs", *j, runs.Load())
+	}
+	// Past the lease: nothing rescues it.
+	e.fc.Advance(2 * weir.DefaultLeaseFor)
+	if j := e.waitState(id, weirtype.StateCompleted, 1); len(j.Errors) != 0 || runs.Load() != 1 {
+		t.Fatalf("job %+v after %d runs", *j, runs.Load())
+	}
+}
+
+// Finding 3, for Fail: a transient error recording a failed attempt keeps
+// the job leased and the write is retried: the attempt's own error is
+// recorded, not a lease_expired one from a rescue.
+func TestTransientFailErrorStillRecordsTheAttempt(t *testing.T) {
+	t.Parallel()
+	fs := &faultStore{ex: &faultEx{}}
+	fs.ex.failFail.Store(1)
+	var runs atomic.Int32
+	e := newEnv(t, weir.WorkFunc(func(context.Context, *weir.Job[task]) error {
+		if runs.Add(1) == 1 {
+			return errors.New("boom")
+		}
+		return nil
+	}), weir.KindConfig{MaxAttempts: 2}, withFaults(fs)).start()
+	id := e.insert(task{}, nil).ID
+	j := e.advanceState(id, time.Second, weirtype.StateCompleted, 2)
+	if len(j.Errors) != 1 || j.Errors[0].Message != "boom" || runs.Load() != 2 {
+		t.Fatalf("job %+v after %d runs", *j, runs.Load())
+	}
+}
+
+// Finding 4: Start and Stop called at once, with Start's take-back failing
+// or not. Stop returns within its context, Start after Stop began fails,
+// and no loop of the client runs once both have returned.
+func TestStopRacingStartLeavesNothingRunning(t *testing.T) {
+	t.Parallel()
+	s := openSQLite(t)
+	fc := clock.NewFake(t0)
+	var afterStop atomic.Int64 // loop calls made after Stop returned
+	var clients []*faultEx
+	for i := range 100 {
+		fs := wrap(s)
+		fs.ex.failRelease.Store(i%2 == 1)
+		clients = append(clients, fs.ex)
+		ws := weir.NewWorkers()
+		if err := weir.AddWorker(ws, weir.WorkFunc(ok), weir.KindConfig{}); err != nil {
+			t.Fatal(err)
+		}
+		c, err := weir.NewClient(weir.Config{Store: fs, Workers: ws, ID: "race", Clock: fc, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		startErr, stopErr := make(chan error, 1), make(chan error, 1)
+		ready := make(chan struct{})
+		go func() { <-ready; startErr <- c.Start(context.Background()) }()
+		go func() {
+			<-ready
+			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+			defer cancel()
+			stopErr <- c.Stop(ctx)
+		}()
+		close(ready)
+		if err := <-stopErr; err != nil {
+			t.Fatalf("run %d: Stop: %v", i, err)
+		}
+		calls := fs.ex.loopCalls.Load()
+		<-startErr // nil when Start won the race, an error otherwise
+		if err := c.Start(context.Background()); err == nil {
+			t.Fatalf("run %d: Start after Stop succeeded", i)
+		}
+		if err := c.Stop(context.Background()); err != nil {
+			t.Fatalf("run %d: second Stop: %v", i, err)
+		}
+		afterStop.Add(fs.ex.loopCalls.Load() - calls)
+	}
+	// A loop left running claims and rescues at once, and again at each
+	// poll and rescue interval.
+	fc.Advance(weir.DefaultRescueEvery)
+	var total int64
+	for _, ex := range clients {
+		total += ex.loopCalls.Load()
+	}
+	waitFor(t, func() bool {
+		var now int64
+		for _, ex := range clients {
+			now += ex.loopCalls.Load()
+		}
+		return now == total
+	})
+	if n := afterStop.Load(); n != 0 {
+		t.Fatalf("%d loop calls after Stop returned", n)
+	}
+}
