@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weirhq/weir/clock"
@@ -171,6 +172,11 @@ type Client struct {
 	// cancelled, with cause errStopping, when Stop runs out of time.
 	jobsCtx    context.Context
 	cancelJobs context.CancelCauseFunc
+	// loopsCtx bounds the store calls of the client's loops (Claim,
+	// Heartbeat, RescueExpired, CompleteMany); it is cancelled when Stop's
+	// context ends before the shutdown is done.
+	loopsCtx    context.Context
+	cancelLoops context.CancelFunc
 
 	mu      sync.Mutex
 	state   int // stateNew, stateStarting, stateStarted, stateStopping
@@ -184,6 +190,7 @@ type Client struct {
 	producersWG sync.WaitGroup
 	periodicWG  sync.WaitGroup
 	jobsWG      sync.WaitGroup
+	handlers    atomic.Int64 // workers still running (jobsWG's count)
 	loopsWG     sync.WaitGroup
 }
 
@@ -198,6 +205,13 @@ const (
 type runningJob struct {
 	lease  store.Lease
 	cancel context.CancelCauseFunc
+	// extended is when the lease was last extended (claimed, then each
+	// successful heartbeat), on the client's clock: the lease lasts until
+	// extended + LeaseFor.
+	extended time.Time
+	// lapsed is set once the lease has passed locally: the attempt was
+	// cancelled and is no longer heartbeated.
+	lapsed bool
 }
 
 // NewClient checks cfg, fills its defaults and returns a client. It does
@@ -234,6 +248,7 @@ func NewClient(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	c.jobsCtx, c.cancelJobs = context.WithCancelCause(context.Background())
+	c.loopsCtx, c.cancelLoops = context.WithCancel(context.Background())
 	workers := 0
 	for _, q := range cfg.Queues {
 		workers += q.MaxWorkers
@@ -323,8 +338,11 @@ func (c *Client) Start(ctx context.Context) error {
 // (until ctx ends) and gives their jobs back to the queue with the
 // attempt returned (ReleaseOwned with giveBack). A worker that returns an
 // error after its context was cancelled for the shutdown records nothing:
-// its job is simply given back. Stop returns ctx's error if ctx ended
-// before the workers returned. It is safe to call twice, and before Start;
+// its job is simply given back. If ctx ends first (workers still running,
+// the last completions not yet written, a store call of a loop blocked),
+// Stop cancels the jobs and the loops' store calls and returns an error
+// wrapping ctx's at once; the shutdown then finishes on its own, and a
+// later Stop waits for it. It is safe to call twice, and before Start;
 // once Stop has begun, Start fails. A Stop during Start waits for Start,
 // which then starts nothing.
 func (c *Client) Stop(ctx context.Context) error {
@@ -340,9 +358,20 @@ func (c *Client) Stop(ctx context.Context) error {
 	case stateStarted:
 		c.state = stateStopping
 		c.mu.Unlock()
-		c.stopErr = c.stop(ctx)
-		close(c.stopped)
-		return c.stopErr
+		go func() {
+			c.stopErr = c.stop(ctx)
+			close(c.stopped)
+		}()
+		select {
+		case <-c.stopped:
+			return c.stopErr
+		case <-ctx.Done():
+			// Give up: interrupt what the shutdown waits for, and let it
+			// finish on its own.
+			c.cancelJobs(errStopping)
+			c.cancelLoops()
+			return fmt.Errorf("weir: Stop: shutdown not done: %w", ctx.Err())
+		}
 	}
 	c.mu.Unlock()
 	select {
@@ -354,6 +383,7 @@ func (c *Client) Stop(ctx context.Context) error {
 }
 
 func (c *Client) stop(ctx context.Context) error {
+	defer c.cancelLoops()
 	close(c.stopping)
 	c.producersWG.Wait()
 	c.periodicWG.Wait()
@@ -384,7 +414,11 @@ func (c *Client) stop(ctx context.Context) error {
 		select {
 		case <-jobsDone:
 		case <-ctx.Done():
-			err = fmt.Errorf("weir: Stop: workers still running: %w", ctx.Err())
+			if c.handlers.Load() > 0 {
+				err = fmt.Errorf("weir: Stop: workers still running: %w", ctx.Err())
+			} else {
+				<-jobsDone // every worker has returned: jobsWG is about to reach zero
+			}
 		}
 	}
 	// The completions of the jobs that succeeded are written before

@@ -1,7 +1,6 @@
 package weir
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -166,25 +165,35 @@ func (c *Client) writeBackoff(n int) time.Duration {
 }
 
 // writeCompletionsBounded writes xs as writeCompletions does, retrying a
-// failed write for up to releaseTimeout on the clock; then it gives up
-// and forgets the jobs, which Stop gives back to the queue.
+// failed write for up to releaseTimeout on the clock, or until Stop gives
+// up (its context ended); then it gives up and forgets the jobs, which
+// Stop gives back to the queue.
 func (c *Client) writeCompletionsBounded(xs []completion) {
 	deadline := c.clock.Now().Add(releaseTimeout)
+	giveUp := func(err error) {
+		for _, x := range xs {
+			x.log.Error("complete: giving up; the job will be given back", "err", err.Error())
+			c.forget(x.lease.ID, x.lease)
+		}
+	}
 	for n := 1; ; n++ {
 		err := c.writeCompletions(xs)
 		if err == nil {
 			return
 		}
 		d := c.writeBackoff(n)
-		if c.clock.Now().Add(d).After(deadline) {
-			for _, x := range xs {
-				x.log.Error("complete: giving up; the job will be given back", "err", err.Error())
-				c.forget(x.lease.ID, x.lease)
-			}
+		if c.loopsCtx.Err() != nil || c.clock.Now().Add(d).After(deadline) {
+			giveUp(err)
 			return
 		}
 		t := c.clock.NewTimer(d)
-		<-t.C()
+		select {
+		case <-t.C():
+		case <-c.loopsCtx.Done():
+			t.Stop()
+			giveUp(err)
+			return
+		}
 	}
 }
 
@@ -197,7 +206,7 @@ func (c *Client) writeCompletions(xs []completion) error {
 	for i, x := range xs {
 		leases[i] = x.lease
 	}
-	lost, err := c.ex.CompleteMany(context.Background(), c.clock.Now(), leases)
+	lost, err := c.ex.CompleteMany(c.loopsCtx, c.clock.Now(), leases)
 	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
 		for _, x := range xs {
 			x.log.Warn("complete: write failed; will retry", "err", err.Error())

@@ -30,14 +30,20 @@ type faultStore struct {
 func (s *faultStore) Executor() store.Executor { return s.ex }
 
 // faultEx fails the next failComplete CompleteMany calls, the next failFail
-// Fail calls and every ReleaseOwned without giveBack while failRelease is
-// set, and counts the calls of the client's loops.
+// Fail calls, every ReleaseOwned without giveBack while failRelease is
+// set and every Heartbeat while failHeartbeat is set; while blockClaim is
+// set, Claim blocks until its context ends. It counts the calls of the
+// client's loops.
 type faultEx struct {
 	store.Executor
-	failComplete atomic.Int32
-	failFail     atomic.Int32
-	failRelease  atomic.Bool
-	loopCalls    atomic.Int64 // Claim, Heartbeat and RescueExpired calls
+	failComplete  atomic.Int32
+	failFail      atomic.Int32
+	failRelease   atomic.Bool
+	failHeartbeat atomic.Bool
+	blockClaim    atomic.Bool
+	loopCalls     atomic.Int64 // Claim, Heartbeat and RescueExpired calls
+	heartbeats    atomic.Int64 // Heartbeat calls
+	blockedClaims atomic.Int64 // Claim calls blocked by blockClaim
 }
 
 func (e *faultEx) CompleteMany(ctx context.Context, now time.Time, ls []store.Lease) ([]int64, error) {
@@ -63,11 +69,20 @@ func (e *faultEx) ReleaseOwned(ctx context.Context, now time.Time, owner string,
 
 func (e *faultEx) Claim(ctx context.Context, p store.ClaimParams) ([]*weirtype.Job, error) {
 	e.loopCalls.Add(1)
+	if e.blockClaim.Load() {
+		e.blockedClaims.Add(1)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
 	return e.Executor.Claim(ctx, p)
 }
 
 func (e *faultEx) Heartbeat(ctx context.Context, now time.Time, ls []store.Lease, leaseFor time.Duration) ([]int64, error) {
 	e.loopCalls.Add(1)
+	e.heartbeats.Add(1)
+	if e.failHeartbeat.Load() {
+		return nil, errInjected
+	}
 	return e.Executor.Heartbeat(ctx, now, ls, leaseFor)
 }
 
@@ -129,6 +144,57 @@ func TestReclaimBySameClientCancelsTheEarlierAttempt(t *testing.T) {
 	}
 	if causes[2] != nil {
 		t.Fatalf("attempt 2 cancelled with %v", causes[2])
+	}
+}
+
+// Finding 2: when heartbeats fail for LeaseFor (the database unreachable),
+// the lease passes and the job may be rescued and run elsewhere: the
+// handler's context is cancelled with store.ErrLeaseLost once the lease
+// has passed locally, not left running beside another attempt.
+func TestHandlerIsCancelledWhenItsLeasePassesWithoutHeartbeats(t *testing.T) {
+	t.Parallel()
+	fs := &faultStore{ex: &faultEx{}}
+	fs.ex.failHeartbeat.Store(true)
+	var mu sync.Mutex
+	started := false
+	var cause error
+	e := newEnv(t, weir.WorkFunc(func(ctx context.Context, _ *weir.Job[task]) error {
+		mu.Lock()
+		started = true
+		mu.Unlock()
+		<-ctx.Done()
+		mu.Lock()
+		cause = context.Cause(ctx)
+		mu.Unlock()
+		return ctx.Err()
+	}), weir.KindConfig{}, func(c *weir.Config) {
+		withFaults(fs)(c)
+		// No rescue: a reclaim by this client would cancel the attempt
+		// too (finding 1), hiding a missing local expiry.
+		c.RescueEvery = 100 * weir.DefaultLeaseFor
+	}).start()
+	e.insert(task{}, nil)
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return started })
+	claimed := e.fc.Now() // the clock has not moved since the claim
+	// Up to the end of the lease, heartbeats failing all along.
+	advanceUntil(t, e.fc, 5*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if d := e.fc.Now().Sub(claimed); cause != nil && d < weir.DefaultLeaseFor {
+			t.Fatalf("handler cancelled (%v) %v after the claim, before its lease of %v passed", cause, d, weir.DefaultLeaseFor)
+		}
+		return !e.fc.Now().Before(claimed.Add(weir.DefaultLeaseFor))
+	})
+	// The clock stays there: nothing else (a rescue, a reclaim) ends the
+	// attempt.
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return cause != nil })
+	mu.Lock()
+	defer mu.Unlock()
+	if !errors.Is(cause, store.ErrLeaseLost) {
+		t.Fatalf("handler cancelled with %v, want ErrLeaseLost", cause)
+	}
+	if fs.ex.heartbeats.Load() == 0 {
+		t.Fatal("no heartbeat was tried")
 	}
 }
 
@@ -238,5 +304,31 @@ func TestStopRacingStartLeavesNothingRunning(t *testing.T) {
 	})
 	if n := afterStop.Load(); n != 0 {
 		t.Fatalf("%d loop calls after Stop returned", n)
+	}
+}
+
+// Finding 5: Stop honours its context: with a loop blocked in a store
+// call (a Claim that returns only when its context ends), Stop returns
+// promptly with the context's error, and the blocked call is cancelled so
+// that the shutdown still finishes (newEnv's cleanup Stops again).
+func TestStopReturnsWhenItsContextEndsWithAStoreCallBlocked(t *testing.T) {
+	t.Parallel()
+	fs := &faultStore{ex: &faultEx{}}
+	fs.ex.blockClaim.Store(true)
+	e := newEnv(t, weir.WorkFunc(ok), weir.KindConfig{}, withFaults(fs)).start()
+	waitFor(t, func() bool { return fs.ex.blockedClaims.Load() > 0 })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	stopErr := make(chan error, 1)
+	go func() { stopErr <- e.c.Stop(ctx) }()
+	wait, cancelWait := context.WithTimeout(context.Background(), waitLimit)
+	defer cancelWait()
+	select {
+	case err := <-stopErr:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Stop: %v, want context.DeadlineExceeded", err)
+		}
+	case <-wait.Done():
+		t.Fatalf("Stop did not return within %v of its context ending", waitLimit)
 	}
 }

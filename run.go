@@ -66,15 +66,16 @@ func (c *Client) produce(p *producer) {
 			}
 		}
 		if free := p.max - running; free > 0 {
-			jobs, err := c.ex.Claim(context.Background(), store.ClaimParams{
-				Now: c.clock.Now(), Queue: p.queue, Limit: free, Owner: c.cfg.ID, LeaseFor: c.cfg.LeaseFor,
+			now := c.clock.Now()
+			jobs, err := c.ex.Claim(c.loopsCtx, store.ClaimParams{
+				Now: now, Queue: p.queue, Limit: free, Owner: c.cfg.ID, LeaseFor: c.cfg.LeaseFor,
 			})
 			if err != nil {
 				c.log.Error("claim jobs", "queue", p.queue, "err", err)
 			}
 			for _, j := range jobs {
 				running++
-				c.start(j, p.done)
+				c.start(j, now, p.done)
 			}
 			empty = len(jobs) < free
 		}
@@ -97,14 +98,14 @@ func (c *Client) produce(p *producer) {
 	}
 }
 
-// start runs the claimed job j in a goroutine of its own, and signals done
-// when it has finished.
-func (c *Client) start(j *weirtype.Job, done chan<- struct{}) {
+// start runs the job j, claimed at claimedAt, in a goroutine of its own,
+// and signals done when it has finished.
+func (c *Client) start(j *weirtype.Job, claimedAt time.Time, done chan<- struct{}) {
 	ctx, cancel := context.WithCancelCause(c.jobsCtx)
 	lease := store.LeaseOf(j)
 	c.mu.Lock()
 	old := c.running[j.ID]
-	c.running[j.ID] = &runningJob{lease: lease, cancel: cancel}
+	c.running[j.ID] = &runningJob{lease: lease, cancel: cancel, extended: claimedAt}
 	c.mu.Unlock()
 	if old != nil && old.lease != lease {
 		// The job was reclaimed (an insert of its key found it stuck) and
@@ -114,8 +115,10 @@ func (c *Client) start(j *weirtype.Job, done chan<- struct{}) {
 		old.cancel(fmt.Errorf("weir: job %d: %w", j.ID, store.ErrLeaseLost))
 	}
 	c.jobsWG.Add(1)
+	c.handlers.Add(1)
 	go func() {
 		defer c.jobsWG.Done()
+		defer c.handlers.Add(-1)
 		defer func() { done <- struct{}{} }()
 		defer cancel(nil)
 		if !c.run(ctx, cancel, j, lease) {
@@ -318,48 +321,102 @@ func (c *Client) logWriteErr(log *slog.Logger, what string, err error) {
 
 // heartbeatLoop extends the leases of the running jobs every
 // HeartbeatEvery, and cancels the contexts of those whose lease is lost.
+// It also wakes when a lease passes locally (its heartbeats failed for
+// LeaseFor): expireLeases cancels that attempt, which another worker may
+// run once the lease is rescued.
 func (c *Client) heartbeatLoop() {
 	defer c.loopsWG.Done()
+	next := c.clock.Now().Add(c.cfg.HeartbeatEvery)
 	for {
-		t := c.clock.NewTimer(c.cfg.HeartbeatEvery)
+		wake := next
+		if exp, ok := c.expireLeases(c.clock.Now()); ok && exp.Before(wake) {
+			wake = exp
+		}
+		t := c.clock.NewTimer(max(wake.Sub(c.clock.Now()), time.Nanosecond))
 		select {
 		case <-c.loopsStop:
 			t.Stop()
 			return
 		case <-t.C():
 		}
-		c.heartbeat()
+		if now := c.clock.Now(); !now.Before(next) {
+			c.heartbeat(now)
+			next = now.Add(c.cfg.HeartbeatEvery)
+		}
 	}
 }
 
-func (c *Client) heartbeat() {
+// expireLeases cancels, with cause store.ErrLeaseLost, the attempts whose
+// lease has passed at now (last extended LeaseFor ago or more) and stops
+// heartbeating them. It returns when the earliest other lease passes, if
+// any job is running.
+func (c *Client) expireLeases(now time.Time) (earliest time.Time, ok bool) {
+	var lapsed []*runningJob
+	c.mu.Lock()
+	for _, r := range c.running {
+		if r.lapsed {
+			continue
+		}
+		exp := r.extended.Add(c.cfg.LeaseFor)
+		if !now.Before(exp) {
+			r.lapsed = true
+			lapsed = append(lapsed, r)
+			continue
+		}
+		if !ok || exp.Before(earliest) {
+			earliest, ok = exp, true
+		}
+	}
+	c.mu.Unlock()
+	for _, r := range lapsed {
+		c.log.Warn("lease passed without a successful heartbeat; cancelling the attempt",
+			"job_id", r.lease.ID, "attempt", r.lease.Attempt, "extended", r.extended)
+		r.cancel(fmt.Errorf("weir: job %d: lease passed without a heartbeat: %w", r.lease.ID, store.ErrLeaseLost))
+	}
+	return earliest, ok
+}
+
+// heartbeat extends, at now, the leases of the running jobs that have not
+// lapsed.
+func (c *Client) heartbeat(now time.Time) {
+	c.expireLeases(now)
 	c.mu.Lock()
 	leases := make([]store.Lease, 0, len(c.running))
 	for _, r := range c.running {
-		leases = append(leases, r.lease)
+		if !r.lapsed {
+			leases = append(leases, r.lease)
+		}
 	}
 	c.mu.Unlock()
 	if len(leases) == 0 {
 		return
 	}
-	lost, err := c.ex.Heartbeat(context.Background(), c.clock.Now(), leases, c.cfg.LeaseFor)
+	lost, err := c.ex.Heartbeat(c.loopsCtx, now, leases, c.cfg.LeaseFor)
 	if err != nil {
 		c.log.Error("heartbeat", "jobs", len(leases), "err", err.Error())
 		return
 	}
-	byID := make(map[int64]store.Lease, len(leases))
-	for _, l := range leases {
-		byID[l.ID] = l
-	}
+	isLost := make(map[int64]bool, len(lost))
 	for _, id := range lost {
-		c.mu.Lock()
-		r := c.running[id]
-		c.mu.Unlock()
-		if r == nil || r.lease != byID[id] {
+		isLost[id] = true
+	}
+	var cancel []*runningJob
+	c.mu.Lock()
+	for _, l := range leases {
+		r := c.running[l.ID]
+		if r == nil || r.lease != l {
 			continue // finished meanwhile, or a later attempt
 		}
-		c.log.Warn("lease lost; cancelling the attempt", "job_id", id, "attempt", r.lease.Attempt)
-		r.cancel(fmt.Errorf("weir: job %d: %w", id, store.ErrLeaseLost))
+		if isLost[l.ID] {
+			cancel = append(cancel, r)
+		} else if !r.lapsed {
+			r.extended = now
+		}
+	}
+	c.mu.Unlock()
+	for _, r := range cancel {
+		c.log.Warn("lease lost; cancelling the attempt", "job_id", r.lease.ID, "attempt", r.lease.Attempt)
+		r.cancel(fmt.Errorf("weir: job %d: %w", r.lease.ID, store.ErrLeaseLost))
 	}
 }
 
@@ -380,7 +437,7 @@ func (c *Client) rescueLoop() {
 }
 
 func (c *Client) rescue() {
-	rescued, dead, err := c.ex.RescueExpired(context.Background(), c.clock.Now(), rescueLimit)
+	rescued, dead, err := c.ex.RescueExpired(c.loopsCtx, c.clock.Now(), rescueLimit)
 	if err != nil {
 		c.log.Error("rescue expired leases", "err", err.Error())
 		return
