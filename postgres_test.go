@@ -29,21 +29,7 @@ func (count) Kind() string { return "count" }
 func TestPostgresTwoClientsCompleteEachJobOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	s, err := postgres.Open(ctx, postgres.Config{URL: testenv.Postgres(t), Schema: "weirtest_engine_" + hex.EncodeToString(b), MaxConns: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	t.Cleanup(func() {
-		if _, err := s.Pool().Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{s.Schema()}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema: %v", err)
-		}
-	})
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s, _ := migratedPostgres(t, "weirtest_engine_", 8)
 
 	const jobs = 200
 	var (
@@ -118,4 +104,30 @@ func TestPostgresTwoClientsCompleteEachJobOnce(t *testing.T) {
 		}
 	}
 	t.Logf("runs by client: %v", by)
+}
+
+// migratedPostgres opens a migrated store in a fresh schema named prefix
+// plus random hex, dropped when the test ends, and returns it with the
+// server's URL. It skips the test, loudly, without PostgreSQL (fails it
+// under WEIR_REQUIRE_SERVICES=1).
+func migratedPostgres(t *testing.T, prefix string, maxConns int32) (*postgres.Store, string) {
+	t.Helper()
+	ctx := context.Background()
+	url := testenv.Postgres(t)
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	s, err := postgres.Open(ctx, postgres.Config{URL: url, Schema: prefix + hex.EncodeToString(b), MaxConns: maxConns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	t.Cleanup(func() {
+		if _, err := s.Pool().Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{s.Schema()}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("drop schema: %v", err)
+		}
+	})
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return s, url
 }

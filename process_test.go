@@ -2,8 +2,6 @@ package weir_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"io"
 	"log/slog"
@@ -21,7 +19,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/weirhq/weir"
-	"github.com/weirhq/weir/internal/testenv"
 	"github.com/weirhq/weir/store/postgres"
 	"github.com/weirhq/weir/weirtype"
 )
@@ -298,22 +295,7 @@ type processHarness struct {
 func newProcessHarness(t *testing.T) *processHarness {
 	t.Helper()
 	ctx := context.Background()
-	url := testenv.Postgres(t)
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	s, err := postgres.Open(ctx, postgres.Config{URL: url, Schema: "weirtest_proc_" + hex.EncodeToString(b), MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	t.Cleanup(func() {
-		if _, err := s.Pool().Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{s.Schema()}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema: %v", err)
-		}
-	})
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s, url := migratedPostgres(t, "weirtest_proc_", 4)
 	if _, err := s.Pool().Exec(ctx, "CREATE TABLE "+pgx.Identifier{s.Schema(), "ledger"}.Sanitize()+
 		" (job_id bigint, attempt int, process text, PRIMARY KEY (job_id, attempt))"); err != nil {
 		t.Fatal(err)
