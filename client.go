@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/metrics"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/weirtype"
 )
@@ -24,6 +25,8 @@ const (
 	DefaultPollEvery       = time.Second
 	DefaultRescueEvery     = 30 * time.Second
 	DefaultShutdownTimeout = 30 * time.Second
+	DefaultStuckAfter      = store.DefaultStuckAfter
+	DefaultSweepEvery      = 15 * time.Minute
 	// rescueLimit is how many expired leases one rescue takes.
 	rescueLimit = 1000
 	// releaseTimeout bounds Stop's last write, which gives back the jobs
@@ -87,6 +90,17 @@ type Config struct {
 	// Periodic are the jobs the client inserts at every tick of their
 	// schedules once started (see PeriodicJob). Default none.
 	Periodic []PeriodicJob
+	// StuckAfter is how long an attempt may run before it is stuck: the
+	// stuck sweep takes it back (see SweepStuck), and so does an insert of
+	// its idempotency key. KindConfig.StuckAfter overrides it per kind.
+	// Default 10 min.
+	StuckAfter time.Duration
+	// SweepEvery is how often a started client runs the stuck sweep.
+	// Default 15 min.
+	SweepEvery time.Duration
+	// Metrics, when set, receives the client's counters and latencies
+	// (see package metrics). Default none.
+	Metrics *metrics.Metrics
 }
 
 // withDefaults returns c with its defaults, or an error naming the bad
@@ -131,6 +145,8 @@ func (c Config) withDefaults() (Config, error) {
 		{"PollEvery", &c.PollEvery, DefaultPollEvery},
 		{"RescueEvery", &c.RescueEvery, DefaultRescueEvery},
 		{"ShutdownTimeout", &c.ShutdownTimeout, DefaultShutdownTimeout},
+		{"StuckAfter", &c.StuckAfter, DefaultStuckAfter},
+		{"SweepEvery", &c.SweepEvery, DefaultSweepEvery},
 	} {
 		if *d.v < 0 {
 			return bad("%s %v is negative", d.name, *d.v)
@@ -320,9 +336,14 @@ func (c *Client) Start(ctx context.Context) error {
 			c.producersWG.Add(1)
 			go c.produce(p)
 		}
-		c.loopsWG.Add(2)
+		c.loopsWG.Add(3)
 		go c.heartbeatLoop()
 		go c.rescueLoop()
+		go c.sweepLoop()
+		if n, ok := c.cfg.Store.(store.Notifier); ok && c.cfg.Store.Features().Notify {
+			c.loopsWG.Add(1)
+			go c.listenLoop(n)
+		}
 	}
 	now := c.clock.Now()
 	for _, p := range c.periodic {
@@ -455,8 +476,8 @@ type InsertOpts struct {
 	Priority int
 	// ScheduledAt is when the job may first run. Default now.
 	ScheduledAt time.Time
-	// DeadlineAt is the job's SLA, stored with the job. (The sweep that
-	// abandons jobs past it is not built yet.)
+	// DeadlineAt is the job's deadline (see KindConfig.SLA, which it
+	// overrides). Default none, or the insert's time plus the kind's SLA.
 	DeadlineAt time.Time
 	// Queue overrides the kind's KindConfig.Queue.
 	Queue string
@@ -486,8 +507,10 @@ func (c *Client) Insert(ctx context.Context, args JobArgs, opts *InsertOpts) (st
 // InsertTx inserts a job as Insert does, through ex: an Executor bound to
 // the caller's transaction (sqlite.Store.Tx, postgres.Store.Tx), so that
 // the job and the caller's data commit or roll back together. The job
-// becomes visible at the commit, which this client cannot see: its
-// producers find it at their next poll (Config.PollEvery), not at once.
+// becomes visible at the commit, which this client cannot see: on
+// PostgreSQL the commit's notification wakes the producers of every client
+// (LISTEN/NOTIFY); on SQLite they find it at their next poll
+// (Config.PollEvery).
 func (c *Client) InsertTx(ctx context.Context, ex store.Executor, args JobArgs, opts *InsertOpts) (store.InsertResult, error) {
 	if ex == nil {
 		return store.InsertResult{}, errors.New("weir: InsertTx: the executor is nil")
@@ -509,29 +532,29 @@ func (c *Client) InsertMany(ctx context.Context, params []InsertManyParams) ([]s
 }
 
 func (c *Client) insert(ctx context.Context, ex store.Executor, params []InsertManyParams, wake bool) ([]store.InsertResult, error) {
+	now := c.clock.Now()
 	ps := make([]store.InsertParams, len(params))
 	for i, p := range params {
-		ip, err := c.insertParams(p.Args, p.Opts)
+		ip, err := c.insertParams(now, p.Args, p.Opts)
 		if err != nil {
 			return nil, err
 		}
 		ps[i] = ip
 	}
-	rs, err := ex.Insert(ctx, c.clock.Now(), ps)
+	rs, err := ex.Insert(ctx, now, ps)
 	if err != nil {
 		return nil, fmt.Errorf("weir: insert: %w", err)
 	}
-	if wake {
-		for _, r := range rs {
-			if r.Outcome.Runs() {
-				c.wake(r.Job.Queue)
-			}
+	for _, r := range rs {
+		c.cfg.Metrics.Enqueued(r.Job.Kind, r.Job.Queue, r.Outcome)
+		if wake && r.Outcome.Runs() {
+			c.wake(r.Job.Queue)
 		}
 	}
 	return rs, nil
 }
 
-func (c *Client) insertParams(args JobArgs, opts *InsertOpts) (store.InsertParams, error) {
+func (c *Client) insertParams(now time.Time, args JobArgs, opts *InsertOpts) (store.InsertParams, error) {
 	if args == nil {
 		return store.InsertParams{}, errors.New("weir: insert: args is nil")
 	}
@@ -555,7 +578,11 @@ func (c *Client) insertParams(args JobArgs, opts *InsertOpts) (store.InsertParam
 		if p.MaxAttempts == 0 {
 			p.MaxAttempts = r.cfg.MaxAttempts
 		}
+		if p.DeadlineAt.IsZero() && r.cfg.SLA > 0 {
+			p.DeadlineAt = now.Add(r.cfg.SLA)
+		}
 	}
+	p.StuckAfter = c.stuckAfter(kind)
 	return p, nil
 }
 

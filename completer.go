@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/metrics"
 	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/weirtype"
 )
 
 const (
@@ -24,6 +26,17 @@ const (
 type completion struct {
 	lease store.Lease
 	log   *slog.Logger
+	// kind, queue, ran (how long the attempt ran) and retried (it was
+	// not the first attempt) feed the metrics and logs; createdAt is the
+	// job's.
+	kind, queue string
+	ran         time.Duration
+	retried     bool
+	createdAt   time.Time
+	// deadlineAt is the job's deadline, zero for none: a completion found
+	// lost is stored as a late result when the deadline abandoned the job
+	// meanwhile.
+	deadlineAt time.Time
 }
 
 // completer writes the completions of successful jobs in batches: it
@@ -206,7 +219,10 @@ func (c *Client) writeCompletions(xs []completion) error {
 	for i, x := range xs {
 		leases[i] = x.lease
 	}
-	lost, err := c.ex.CompleteMany(c.loopsCtx, c.clock.Now(), leases)
+	ctx, cancel := c.storeCtx()
+	defer cancel()
+	now := c.clock.Now()
+	lost, err := c.ex.CompleteMany(ctx, now, leases)
 	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
 		for _, x := range xs {
 			x.log.Warn("complete: write failed; will retry", "err", err.Error())
@@ -221,10 +237,19 @@ func (c *Client) writeCompletions(xs []completion) error {
 		switch {
 		case err != nil:
 			c.logWriteErr(x.log, "complete", err)
+		case isLost[x.lease.ID] && !x.deadlineAt.IsZero() && now.After(x.deadlineAt):
+			// The deadline abandoned the job while its completion waited.
+			c.completeLate(x.log, &weirtype.Job{ID: x.lease.ID, Kind: x.kind, Queue: x.queue, DeadlineAt: x.deadlineAt}, x.lease, x.ran)
 		case isLost[x.lease.ID]:
+			c.cfg.Metrics.AttemptDone(x.kind, x.queue, metrics.LeaseLost, x.ran)
 			c.logWriteErr(x.log, "complete", fmt.Errorf("weir: job %d at attempt %d: %w", x.lease.ID, x.lease.Attempt, store.ErrLeaseLost))
 		default:
-			x.log.Debug("job completed")
+			c.cfg.Metrics.AttemptDone(x.kind, x.queue, metrics.Completed, x.ran)
+			if x.retried {
+				x.log.Info("job succeeded after retries", "latency", now.Sub(x.createdAt))
+			} else {
+				x.log.Debug("job completed")
+			}
 		}
 		c.forget(x.lease.ID, x.lease)
 	}

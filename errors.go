@@ -54,6 +54,19 @@ func (e *TimeoutError) Error() string {
 // Unwrap returns what the worker returned.
 func (e *TimeoutError) Unwrap() error { return e.Err }
 
+// DeadlineError is the cause (context.Cause) of a worker's context when its
+// job's deadline (KindConfig.SLA, InsertOpts.DeadlineAt) passes during the
+// attempt; an attempt that then fails abandons the job with reason
+// deadline_exceeded, and one that succeeds anyway is stored as a late
+// result.
+type DeadlineError struct {
+	DeadlineAt time.Time
+}
+
+func (e *DeadlineError) Error() string {
+	return fmt.Sprintf("weir: the job's deadline %s passed", e.DeadlineAt.UTC().Format(time.RFC3339))
+}
+
 // The causes of a worker's context ending other than its timeout. They are
 // not exported: a worker only needs to return; the client knows why.
 var (

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -43,6 +44,15 @@ func openSQLite(t *testing.T) *sqlite.Store {
 	return s
 }
 
+// testLogger discards the client's logs, or writes them to stderr when
+// WEIR_TEST_LOG is set (to debug a test).
+func testLogger() *slog.Logger {
+	if os.Getenv("WEIR_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
 // env is a test's store, fake clock and client.
 type env struct {
 	t  *testing.T
@@ -61,7 +71,7 @@ func newEnv(t *testing.T, w weir.Worker[task], kc weir.KindConfig, mod func(*wei
 	if err := weir.AddWorker(ws, w, kc); err != nil {
 		t.Fatal(err)
 	}
-	cfg := weir.Config{Store: s, Workers: ws, ID: "test", Clock: fc, Logger: slog.New(slog.DiscardHandler)}
+	cfg := weir.Config{Store: s, Workers: ws, ID: "test", Clock: fc, Logger: testLogger()}
 	if mod != nil {
 		mod(&cfg)
 	}

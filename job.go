@@ -89,6 +89,21 @@ type KindConfig struct {
 	// overrides it). The client must work that queue (Config.Queues).
 	// Default "default".
 	Queue string
+	// SLA is how long after its insert a job of the kind must be done:
+	// the job's DeadlineAt is set to the insert's time plus SLA
+	// (InsertOpts.DeadlineAt overrides it). Past it an unfinished job is
+	// abandoned with reason deadline_exceeded: a running attempt's context
+	// ends with a *DeadlineError cause, a waiting job is abandoned by the
+	// deadline sweep, and a retry that would start after the deadline is
+	// not scheduled. An attempt that succeeds after the deadline is
+	// stored as a late result (see Client.AcceptLateResult). 0 means none.
+	// Spec 03's writing and speaking SLAs are 20 and 60 minutes.
+	SLA time.Duration
+	// StuckAfter is how long an attempt of the kind may run before the
+	// stuck sweep, or an insert of its idempotency key, takes it back as
+	// stuck. Default Config.StuckAfter (10 min); raise it for kinds whose
+	// attempts legitimately run longer.
+	StuckAfter time.Duration
 }
 
 // normalized returns c with its defaults, or an error naming the bad field.
@@ -103,6 +118,10 @@ func (c KindConfig) normalized(kind string) (KindConfig, error) {
 		return bad("TTL %v is negative", c.TTL)
 	case c.Timeout < 0:
 		return bad("Timeout %v is negative", c.Timeout)
+	case c.SLA < 0:
+		return bad("SLA %v is negative", c.SLA)
+	case c.StuckAfter < 0:
+		return bad("StuckAfter %v is negative", c.StuckAfter)
 	}
 	if err := c.Backoff.Validate(); err != nil {
 		return bad("Backoff: %w", err)

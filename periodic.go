@@ -119,11 +119,12 @@ func (c *Client) newPeriodic(jobs []PeriodicJob) ([]*periodicJob, error) {
 		if opts.Source == "" {
 			opts.Source = "periodic/" + pj.Name
 		}
-		params, err := c.insertParams(pj.Args, &opts)
+		params, err := c.insertParams(time.Time{}, pj.Args, &opts)
 		if err != nil {
 			return bad("%w", err)
 		}
 		params.StuckAfter = periodicStuckAfter
+		params.DeadlineAt = time.Time{} // set for each tick, from its time
 		if _, err := params.Normalize(); err != nil {
 			return bad("%w", err)
 		}
@@ -212,6 +213,9 @@ func (c *Client) insertTick(ctx context.Context, log *slog.Logger, p *periodicJo
 	ip := p.params
 	ip.IdempotencyKey = periodicKey(p.name, at)
 	ip.ScheduledAt = at
+	if r := c.kinds[ip.Kind]; r != nil && r.cfg.SLA > 0 {
+		ip.DeadlineAt = at.Add(r.cfg.SLA)
+	}
 	rs, err := c.ex.Insert(ctx, c.clock.Now(), []store.InsertParams{ip})
 	if err != nil {
 		if !errors.Is(err, context.Canceled) || ctx.Err() == nil {
@@ -220,6 +224,7 @@ func (c *Client) insertTick(ctx context.Context, log *slog.Logger, p *periodicJo
 		return false
 	}
 	r := rs[0]
+	c.cfg.Metrics.Enqueued(r.Job.Kind, r.Job.Queue, r.Outcome)
 	if r.Outcome.Runs() {
 		c.wake(r.Job.Queue)
 		log.Info("periodic job inserted", "job_id", r.Job.ID, "tick", at)

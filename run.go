@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/weirhq/weir/metrics"
 	"github.com/weirhq/weir/resilience/retry"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/weirtype"
@@ -67,9 +68,11 @@ func (c *Client) produce(p *producer) {
 		}
 		if free := p.max - running; free > 0 {
 			now := c.clock.Now()
-			jobs, err := c.ex.Claim(c.loopsCtx, store.ClaimParams{
+			ctx, cancel := c.storeCtx()
+			jobs, err := c.ex.Claim(ctx, store.ClaimParams{
 				Now: now, Queue: p.queue, Limit: free, Owner: c.cfg.ID, LeaseFor: c.cfg.LeaseFor,
 			})
+			cancel()
 			if err != nil {
 				c.log.Error("claim jobs", "queue", p.queue, "err", err)
 			}
@@ -143,6 +146,7 @@ func (c *Client) forget(id int64, lease store.Lease) {
 func (c *Client) run(ctx context.Context, cancel context.CancelCauseFunc, j *weirtype.Job, lease store.Lease) (handedOff bool) {
 	log := c.log.With(slog.Int64("job_id", j.ID), slog.String("kind", j.Kind), slog.Int("attempt", j.Attempt))
 	reg := c.kinds[j.Kind]
+	now := c.clock.Now()
 	switch {
 	case j.Attempt > j.MaxAttempts:
 		c.abandon(log, j, lease, weirtype.AbandonMaxAttempts, errorTypeAttemptsSpent,
@@ -152,26 +156,45 @@ func (c *Client) run(ctx context.Context, cancel context.CancelCauseFunc, j *wei
 		c.abandon(log, j, lease, weirtype.AbandonPermanent, errorTypeNoWorker,
 			fmt.Sprintf("weir: no worker is registered for kind %q in client %s", j.Kind, c.cfg.ID))
 		return false
+	case pastDeadline(j, now):
+		c.abandon(log, j, lease, weirtype.AbandonDeadline, weirtype.ErrorTypeDeadlineExceeded,
+			fmt.Sprintf("weir: claimed after its deadline %s; abandoned without running", j.DeadlineAt.UTC().Format(time.RFC3339)))
+		return false
 	}
 
-	var stopTimer chan struct{}
+	var stops []func()
 	if d := reg.cfg.Timeout; d > 0 {
-		t := c.clock.NewTimer(d)
-		stopTimer = make(chan struct{})
-		go func() {
-			select {
-			case <-t.C():
-				cancel(&TimeoutError{Timeout: d})
-			case <-stopTimer:
-				t.Stop()
-			}
-		}()
+		stops = append(stops, c.cancelAfter(d, cancel, &TimeoutError{Timeout: d}))
+	}
+	if !j.DeadlineAt.IsZero() {
+		stops = append(stops, c.cancelAfter(j.DeadlineAt.Sub(now), cancel, &DeadlineError{DeadlineAt: j.DeadlineAt}))
 	}
 	err := call(ctx, reg, j)
-	if stopTimer != nil {
-		close(stopTimer)
+	for _, stop := range stops {
+		stop()
 	}
-	return c.finish(ctx, log, reg, j, lease, err)
+	return c.finish(ctx, log, reg, j, lease, err, c.clock.Now().Sub(now))
+}
+
+// pastDeadline reports whether j has a deadline and now is after it.
+func pastDeadline(j *weirtype.Job, now time.Time) bool {
+	return !j.DeadlineAt.IsZero() && now.After(j.DeadlineAt)
+}
+
+// cancelAfter cancels an attempt's context with cause after d on the
+// clock, unless the returned stop is called first.
+func (c *Client) cancelAfter(d time.Duration, cancel context.CancelCauseFunc, cause error) (stop func()) {
+	t := c.clock.NewTimer(max(d, time.Nanosecond))
+	stopped := make(chan struct{})
+	go func() {
+		select {
+		case <-t.C():
+			cancel(cause)
+		case <-stopped:
+			t.Stop()
+		}
+	}()
+	return func() { close(stopped) }
 }
 
 // call runs the worker, turning a panic into a *PanicError.
@@ -184,32 +207,39 @@ func call(ctx context.Context, reg *registration, j *weirtype.Job) (err error) {
 	return reg.work(ctx, j)
 }
 
-// finish records the outcome of an attempt that returned err. A success
-// is handed to the completer, which writes it with others (finish then
-// reports true); any other outcome is written before finish returns.
-func (c *Client) finish(ctx context.Context, log *slog.Logger, reg *registration, j *weirtype.Job, lease store.Lease, err error) (handedOff bool) {
-	bg := context.Background()
+// finish records the outcome of an attempt that returned err after
+// running for ran. A success is handed to the completer, which writes it
+// with others (finish then reports true); any other outcome is written
+// before finish returns.
+func (c *Client) finish(ctx context.Context, log *slog.Logger, reg *registration, j *weirtype.Job, lease store.Lease, err error, ran time.Duration) (handedOff bool) {
 	now := c.clock.Now()
 	cause := context.Cause(ctx)
+	m := c.cfg.Metrics
 	var snooze *snoozeError
 	var timeout *TimeoutError
+	var deadline *DeadlineError
 	switch {
+	case err == nil && pastDeadline(j, now):
+		c.completeLate(log, j, lease, ran)
+		return false
 	case err == nil:
-		c.completer.add(c, completion{lease: lease, log: log})
+		c.completer.add(c, completion{lease: lease, log: log, kind: j.Kind, queue: j.Queue, ran: ran, deadlineAt: j.DeadlineAt, retried: j.Attempt > 1, createdAt: j.CreatedAt})
 		return true
 	case ctx.Err() != nil && (errors.Is(cause, errStopping) || errors.Is(cause, errCancelled) || errors.Is(cause, store.ErrLeaseLost)):
 		// Nothing to record: a stopping client gives the job back, a
 		// cancelled job is final, a lost lease is someone else's now.
 		log.Info("attempt interrupted", "cause", cause.Error(), "err", err.Error())
+		m.AttemptDone(j.Kind, j.Queue, metrics.LeaseLost, ran)
 		return false
 	case errors.As(err, &snooze):
-		if err := c.retryWrite(log, "snooze", func() error {
-			_, err := c.ex.Snooze(bg, now, lease, now.Add(snooze.d))
+		if err := c.retryWrite(log, "snooze", func(ctx context.Context) error {
+			_, err := c.ex.Snooze(ctx, now, lease, now.Add(snooze.d))
 			return err
 		}); err != nil {
 			c.logWriteErr(log, "snooze", err)
 			return false
 		}
+		m.AttemptDone(j.Kind, j.Queue, metrics.Snoozed, ran)
 		if snooze.d <= 0 {
 			c.wake(j.Queue)
 		}
@@ -217,6 +247,8 @@ func (c *Client) finish(ctx context.Context, log *slog.Logger, reg *registration
 		return false
 	case ctx.Err() != nil && errors.As(cause, &timeout):
 		err = &TimeoutError{Timeout: timeout.Timeout, Err: err}
+	case ctx.Err() != nil && errors.As(cause, &deadline):
+		err = fmt.Errorf("%w: %w", deadline, err)
 	}
 
 	p := store.FailParams{
@@ -226,6 +258,9 @@ func (c *Client) finish(ctx context.Context, log *slog.Logger, reg *registration
 	}
 	var delay time.Duration
 	switch {
+	case pastDeadline(j, now) || deadline != nil:
+		p.Abandon = weirtype.AbandonDeadline
+		p.Error.Type = weirtype.ErrorTypeDeadlineExceeded
 	case retry.IsPermanent(err):
 		p.Abandon = weirtype.AbandonPermanent
 	case j.Attempt >= j.MaxAttempts:
@@ -233,26 +268,55 @@ func (c *Client) finish(ctx context.Context, log *slog.Logger, reg *registration
 	default:
 		delay = retryDelay(reg, j, err)
 		p.RetryAt = now.Add(delay)
-		if ttl := reg.cfg.TTL; ttl > 0 && p.RetryAt.After(j.CreatedAt.Add(ttl)) {
+		switch ttl := reg.cfg.TTL; {
+		case ttl > 0 && p.RetryAt.After(j.CreatedAt.Add(ttl)):
 			p.Abandon, p.RetryAt = weirtype.AbandonTTL, time.Time{}
+		case pastDeadline(j, p.RetryAt):
+			p.Abandon, p.RetryAt = weirtype.AbandonDeadline, time.Time{}
 		}
 	}
-	if ferr := c.retryWrite(log, "record the failed attempt", func() error {
-		_, err := c.ex.Fail(bg, p)
+	if ferr := c.retryWrite(log, "record the failed attempt", func(ctx context.Context) error {
+		_, err := c.ex.Fail(ctx, p)
 		return err
 	}); ferr != nil {
 		c.logWriteErr(log, "record the failed attempt", ferr)
 		return false
 	}
+	m.AttemptDone(j.Kind, j.Queue, metrics.Failed, ran)
 	if p.Abandon != "" {
-		log.Error("job abandoned to the dead-letter store", "reason", string(p.Abandon), "err", err.Error())
+		m.DeadLettered(j.Kind, j.Queue, p.Abandon)
+		log.Error("job abandoned to the dead-letter store", "reason", string(p.Abandon), "attempts", j.Attempt, "err", err.Error())
 		return false
 	}
 	if !p.RetryAt.After(now) {
 		c.wake(j.Queue)
 	}
 	log.Info("job failed; will retry", "retry_at", p.RetryAt, "delay", delay, "err", err.Error())
+	if j.Attempt+1 == j.MaxAttempts {
+		log.Warn("the next attempt is the job's last", "max_attempts", j.MaxAttempts)
+	}
+	if ttl := reg.cfg.TTL; ttl > 0 && p.RetryAt.Sub(j.CreatedAt) > ttl*4/5 {
+		log.Warn("the job's retry comes close to its TTL", "ttl", ttl, "expires_at", j.CreatedAt.Add(ttl))
+	}
 	return false
+}
+
+// completeLate records the success of an attempt that finished after its
+// job's deadline as a late result, leaving the job abandoned.
+func (c *Client) completeLate(log *slog.Logger, j *weirtype.Job, lease store.Lease, ran time.Duration) {
+	var lr *weirtype.LateResult
+	err := c.retryWrite(log, "record the late result", func(ctx context.Context) error {
+		var err error
+		lr, err = c.ex.CompleteLate(ctx, c.clock.Now(), lease)
+		return err
+	})
+	if err != nil {
+		c.logWriteErr(log, "record the late result", err)
+		return
+	}
+	c.cfg.Metrics.AttemptDone(j.Kind, j.Queue, metrics.Late, ran)
+	log.Warn("job succeeded after its deadline; stored as a late result, the job stays abandoned",
+		"late_result_id", lr.ID, "deadline_at", j.DeadlineAt)
 }
 
 // retryDelay is the wait before the retry after j's attempt failed with
@@ -275,8 +339,8 @@ func retryDelay(reg *registration, j *weirtype.Job, err error) time.Duration {
 // abandon sends j to the dead-letter store without running it.
 func (c *Client) abandon(log *slog.Logger, j *weirtype.Job, lease store.Lease, reason weirtype.AbandonReason, errType, msg string) {
 	now := c.clock.Now()
-	err := c.retryWrite(log, "abandon", func() error {
-		_, err := c.ex.Fail(context.Background(), store.FailParams{
+	err := c.retryWrite(log, "abandon", func(ctx context.Context) error {
+		_, err := c.ex.Fail(ctx, store.FailParams{
 			Now: now, Lease: lease, Abandon: reason,
 			Error: weirtype.AttemptError{Attempt: j.Attempt, At: now, Message: msg, Type: errType},
 		})
@@ -286,17 +350,21 @@ func (c *Client) abandon(log *slog.Logger, j *weirtype.Job, lease store.Lease, r
 		c.logWriteErr(log, "abandon", err)
 		return
 	}
+	c.cfg.Metrics.DeadLettered(j.Kind, j.Queue, reason)
 	log.Error("job abandoned to the dead-letter store", "reason", string(reason), "err", msg)
 }
 
 // retryWrite calls write, which records an attempt's outcome, until it
 // succeeds or fails with store.ErrLeaseLost, waiting writeBackoff on the
 // clock between tries; the job stays among the running ones meanwhile, so
-// heartbeats keep its lease. It gives up, returning the last error, once
-// Stop cancels the running jobs: Stop then gives the job back.
-func (c *Client) retryWrite(log *slog.Logger, what string, write func() error) error {
+// heartbeats keep its lease. Each call's context ends after the store
+// timeout. It gives up, returning the last error, once Stop cancels the
+// running jobs: Stop then gives the job back.
+func (c *Client) retryWrite(log *slog.Logger, what string, write func(ctx context.Context) error) error {
 	for n := 1; ; n++ {
-		err := write()
+		ctx, cancel := context.WithTimeout(context.Background(), c.storeTimeout())
+		err := write(ctx)
+		cancel()
 		if err == nil || errors.Is(err, store.ErrLeaseLost) {
 			return err
 		}
@@ -391,7 +459,9 @@ func (c *Client) heartbeat(now time.Time) {
 	if len(leases) == 0 {
 		return
 	}
-	lost, err := c.ex.Heartbeat(c.loopsCtx, now, leases, c.cfg.LeaseFor)
+	ctx, done := c.storeCtx()
+	lost, err := c.ex.Heartbeat(ctx, now, leases, c.cfg.LeaseFor)
+	done()
 	if err != nil {
 		c.log.Error("heartbeat", "jobs", len(leases), "err", err.Error())
 		return
@@ -420,12 +490,13 @@ func (c *Client) heartbeat(now time.Time) {
 	}
 }
 
-// rescueLoop puts back the jobs whose leases expired, at Start and every
-// RescueEvery.
+// rescueLoop puts back the jobs whose leases expired, and abandons those
+// past their deadline, at Start and every RescueEvery.
 func (c *Client) rescueLoop() {
 	defer c.loopsWG.Done()
 	for {
 		c.rescue()
+		c.expireDeadlines()
 		t := c.clock.NewTimer(c.cfg.RescueEvery)
 		select {
 		case <-c.loopsStop:
@@ -437,18 +508,64 @@ func (c *Client) rescueLoop() {
 }
 
 func (c *Client) rescue() {
-	rescued, dead, err := c.ex.RescueExpired(c.loopsCtx, c.clock.Now(), rescueLimit)
+	ctx, cancel := c.storeCtx()
+	defer cancel()
+	rescued, dead, err := c.ex.RescueExpired(ctx, c.clock.Now(), rescueLimit)
 	if err != nil {
 		c.log.Error("rescue expired leases", "err", err.Error())
 		return
 	}
+	c.cfg.Metrics.Rescued(len(rescued) + len(dead))
 	if len(rescued) > 0 {
 		c.log.Info("rescued jobs whose lease expired", "jobs", len(rescued))
 		for _, r := range c.producers {
 			c.wake(r.queue)
 		}
 	}
-	for _, id := range dead {
-		c.log.Error("job abandoned to the dead-letter store", "job_id", id, "reason", string(weirtype.AbandonMaxAttempts), "err", "lease expired on the last attempt")
+	c.reportDead(ctx, dead, weirtype.AbandonMaxAttempts, "lease expired on the last attempt")
+}
+
+// expireDeadlines abandons the jobs past their deadline, in batches of
+// rescueLimit.
+func (c *Client) expireDeadlines() {
+	for {
+		ctx, cancel := c.storeCtx()
+		ids, err := c.ex.ExpireDeadlines(ctx, c.clock.Now(), rescueLimit)
+		if err != nil {
+			cancel()
+			c.log.Error("abandon the jobs past their deadline", "err", err.Error())
+			return
+		}
+		c.reportDead(ctx, ids, weirtype.AbandonDeadline, "the job's deadline passed before it completed")
+		cancel()
+		if len(ids) < rescueLimit {
+			return
+		}
 	}
+}
+
+// reportDead logs and counts the jobs ids that the store abandoned for
+// reason (reading each job for its kind and queue).
+func (c *Client) reportDead(ctx context.Context, ids []int64, reason weirtype.AbandonReason, msg string) {
+	for _, id := range ids {
+		kind, queue := "", ""
+		if j, err := c.ex.GetJob(ctx, id); err == nil {
+			kind, queue = j.Kind, j.Queue
+		}
+		c.cfg.Metrics.DeadLettered(kind, queue, reason)
+		c.log.Error("job abandoned to the dead-letter store", "job_id", id, "kind", kind, "reason", string(reason), "err", msg)
+	}
+}
+
+// storeTimeout bounds each store call of the client: LeaseFor −
+// HeartbeatEvery, so that a call that hangs cannot outlast the leases a
+// heartbeat must extend.
+func (c *Client) storeTimeout() time.Duration {
+	return c.cfg.LeaseFor - c.cfg.HeartbeatEvery
+}
+
+// storeCtx is the context of one store call of the client's loops: it
+// ends after storeTimeout, or when Stop gives up.
+func (c *Client) storeCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.loopsCtx, c.storeTimeout())
 }

@@ -26,6 +26,9 @@ var (
 	ErrLeaseLost = errors.New("store: lease lost")
 	// ErrFinal: the job is completed, cancelled or dead already.
 	ErrFinal = errors.New("store: job is final")
+	// ErrConflict: the job is no longer in the state the operation needs
+	// (a late result's job that was requeued, completed or purged since).
+	ErrConflict = errors.New("store: job changed since")
 )
 
 // Store is a database that keeps weir's jobs.
@@ -108,6 +111,44 @@ type Executor interface {
 	// previous run held). It returns the ids released.
 	ReleaseOwned(ctx context.Context, now time.Time, owner string, giveBack bool) ([]int64, error)
 
+	// ExpireDeadlines abandons, with reason deadline_exceeded, up to limit
+	// jobs that are not final and whose DeadlineAt is set and before now,
+	// oldest deadline first. Each becomes dead, with an error of type
+	// deadline_exceeded recorded for its current attempt and a dead letter
+	// written in the same transaction. A running job keeps its LeaseOwner
+	// and Attempt (its lease expiry is cleared, so heartbeats report the
+	// lease lost), so that a success of that attempt is recognised as late
+	// by CompleteLate. It returns the ids.
+	ExpireDeadlines(ctx context.Context, now time.Time, limit int) ([]int64, error)
+	// CompleteLate records the success of an attempt that finished after
+	// its job's deadline. If the lease is still held, the job is first
+	// abandoned at now as ExpireDeadlines does. Then, if the job is dead
+	// past its deadline at the lease's Attempt and Owner, a late result is
+	// stored (once per job and attempt: a second call returns the first
+	// result) and returned, the job left dead. Otherwise it returns
+	// ErrLeaseLost, changing nothing.
+	CompleteLate(ctx context.Context, now time.Time, l Lease) (*weirtype.LateResult, error)
+	// ListLateResults returns the late results that match f, lowest id
+	// first.
+	ListLateResults(ctx context.Context, f LateResultFilter) ([]*weirtype.LateResult, error)
+	// AcceptLateResult applies the late result with the id: its job,
+	// still dead past its deadline at the result's attempt, becomes
+	// completed at now, its dead letters are deleted, and the result is
+	// marked accepted at now. ErrNotFound for a missing result; ErrFinal
+	// for one accepted already; ErrConflict, changing nothing, when the
+	// job was requeued, completed or purged since.
+	AcceptLateResult(ctx context.Context, now time.Time, id int64) (*weirtype.LateResult, error)
+
+	// ListStuck returns up to limit jobs that are not final and whose
+	// latest attempt started before before (or, never attempted, that were
+	// created before it), oldest first: running jobs whose handler has not
+	// finished (heartbeats may still hold the lease), and available or
+	// scheduled jobs that no worker has taken.
+	ListStuck(ctx context.Context, before time.Time, limit int) ([]*weirtype.Job, error)
+	// CountJobs counts the jobs by queue, kind and state, and of each
+	// group those that ListStuck would return for stuckBefore.
+	CountJobs(ctx context.Context, stuckBefore time.Time) ([]JobCount, error)
+
 	// GetDeadLetter returns the dead letter with the id, or ErrNotFound.
 	GetDeadLetter(ctx context.Context, id int64) (*weirtype.DeadLetter, error)
 	// ListDeadLetters returns the dead letters that match f, lowest id
@@ -180,6 +221,39 @@ type DeadLetterFilter struct {
 	// ignore them.
 	AfterID int64
 	Limit   int
+}
+
+// LateResultFilter selects late results. Zero fields match everything.
+type LateResultFilter struct {
+	JobID int64
+	Kind  string
+	// Pending restricts to the results not accepted yet.
+	Pending bool
+	// AfterID and Limit page: ids greater than AfterID, at most Limit of
+	// them (0: no limit).
+	AfterID int64
+	Limit   int
+}
+
+// JobCount is how many jobs of a queue and kind are in a state, and how
+// many of those are stuck.
+type JobCount struct {
+	Queue string
+	Kind  string
+	State weirtype.State
+	Count int
+	Stuck int
+}
+
+// Notifier is implemented by a store whose database wakes waiting workers
+// itself (Features.Notify): PostgreSQL's LISTEN/NOTIFY.
+type Notifier interface {
+	// Listen calls wake with the queue of every job that becomes
+	// available by an insert, in any process, until ctx ends; it returns
+	// ctx's error then, or an error when it cannot listen (the caller
+	// falls back to polling and may call Listen again). It calls ready
+	// once it listens, before any wake.
+	Listen(ctx context.Context, ready func(), wake func(queue string)) error
 }
 
 // Features are the capabilities a driver declares.

@@ -187,3 +187,26 @@ type DeadLetter struct {
 	JobCreatedAt time.Time
 	FailedAt     time.Time
 }
+
+// ErrorTypeDeadlineExceeded is the type of the error recorded when a job is
+// abandoned past its deadline.
+const ErrorTypeDeadlineExceeded = "deadline_exceeded"
+
+// LateResult is the success of an attempt that finished after its job's
+// deadline had abandoned it. It changes nothing until an operator accepts
+// it, which completes the job.
+type LateResult struct {
+	ID    int64
+	JobID int64
+	Kind  string
+	Queue string
+	// Attempt and Owner are the attempt that finished and the worker
+	// that ran it.
+	Attempt int
+	Owner   string
+	// DeadlineAt is the job's deadline; ReceivedAt when the success came.
+	DeadlineAt time.Time
+	ReceivedAt time.Time
+	// AcceptedAt is when an operator accepted the result; zero until then.
+	AcceptedAt time.Time
+}

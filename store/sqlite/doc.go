@@ -5,8 +5,10 @@
 // on and a busy timeout (Config.BusyTimeout, 5 s by default), and
 // [Store.Migrate] brings its schema up to date from the migrations embedded
 // in the binary, recorded in the table weir_migrations. The jobs are in
-// weir_jobs, the dead letters in weir_dead_letters. Times are stored as INTEGER microseconds since the Unix epoch,
-// UTC, with NULL for the zero time, and read back as UTC time.Time values.
+// weir_jobs, the dead letters in weir_dead_letters, the late results in
+// weir_late_results. Times are stored as INTEGER microseconds since the
+// Unix epoch, UTC, with NULL for the zero time, and read back as UTC
+// time.Time values.
 //
 // # Connections and locking
 //
@@ -31,8 +33,9 @@
 //     contending for SQLite's lock; the busy timeout only has to cover
 //     other processes on the same file and WAL checkpoints;
 //   - a read pool of several query_only connections for GetJob, the
-//     dead-letter reads and SchemaVersion. In WAL mode readers see the last commit and neither
-//     block the writer nor are blocked by it.
+//     listings (dead letters, late results, stuck jobs, the job counts)
+//     and SchemaVersion. In WAL mode readers see the last commit and
+//     neither block the writer nor are blocked by it.
 //
 // One writer connection costs little: SQLite would serialise the writes
 // anyway, and a queue in the process is fairer and cheaper than retries
@@ -78,6 +81,26 @@
 // idempotency key still absorbs duplicates; RequeueDeadLetters makes the
 // job available again and deletes the dead letter, PurgeDeadLetters
 // deletes both.
+//
+// # Deadlines and late results
+//
+// ExpireDeadlines is one UPDATE of the jobs not final whose deadline_at
+// has passed, earliest first, through a partial index of those jobs: each
+// becomes dead with an error of type deadline_exceeded and a dead letter,
+// in the same transaction. A running job keeps its lease_owner and
+// attempt, only its lease expiry cleared, so its worker's heartbeats and
+// Complete find the lease lost, while CompleteLate recognises the success
+// of that attempt: it stores a row of weir_late_results, one per job and
+// attempt, and leaves the job dead. AcceptLateResult completes the job,
+// deletes its dead letters and marks the result accepted, if the job is
+// still dead past its deadline at the result's attempt and owner;
+// otherwise (requeued, completed, purged) it is a store.ErrConflict. Late
+// results are audit records: purging a job keeps them.
+//
+// ListStuck reads the jobs not final by coalesce(attempted_at,
+// created_at) through a partial index on that expression, so it never
+// reads completed jobs; CountJobs groups every job by queue, kind and
+// state, an operator's query that reads the whole table.
 //
 // A call through [Store.Tx] runs inside a savepoint of the caller's
 // transaction: when it fails, its own writes are undone and the caller's

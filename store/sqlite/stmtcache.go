@@ -13,7 +13,7 @@ import (
 // completion.
 var hotQueries = []string{
 	insertJob, claimJobs, heartbeatJobs, completeJob, retryJob, abandonJob,
-	insertDeadLetter, snoozeJob, cancelJob, rescueExpired, releaseOwned,
+	insertDeadLetter, snoozeJob, cancelJob, rescueExpired, releaseOwned, expireDeadlines,
 }
 
 // stmtCache holds hotQueries prepared on the write pool, once the schema

@@ -69,6 +69,7 @@ func Run(t *testing.T, h Harness) {
 		{"InsertInCallersTransaction", testTransactional},
 	}
 	cases = append(cases, lifecycleCases()...)
+	cases = append(cases, deadlineCases()...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

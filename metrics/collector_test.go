@@ -1,0 +1,145 @@
+package metrics_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/metrics"
+	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/weirtype"
+)
+
+func TestStoreCollectorReportsCountsStuckAndFailed(t *testing.T) {
+	ex := &fakeExecutor{counts: []store.JobCount{
+		{Queue: "default", Kind: "extract", State: weirtype.StateAvailable, Count: 5, Stuck: 2},
+		{Queue: "default", Kind: "extract", State: weirtype.StateRunning, Count: 3, Stuck: 1},
+		{Queue: "default", Kind: "extract", State: weirtype.StateDead, Count: 4},
+		{Queue: "bulk", Kind: "extract", State: weirtype.StateScheduled, Count: 7, Stuck: 3},
+		{Queue: "bulk", Kind: "extract", State: weirtype.StateDead, Count: 1},
+		{Queue: "default", Kind: "embed", State: weirtype.StateCompleted, Count: 9},
+	}}
+	_, reg := newMetrics(t, metrics.Options{
+		Store:      &fakeStore{ex: ex},
+		Clock:      clock.NewFake(t0),
+		StuckAfter: 15 * time.Minute,
+	})
+
+	const want = `
+# HELP retry_job_failed_documents Current count of failed documents (max retries): jobs of the collection (kind) in state dead.
+# TYPE retry_job_failed_documents gauge
+retry_job_failed_documents{collection="embed"} 0
+retry_job_failed_documents{collection="extract"} 5
+# HELP retry_job_stuck_documents Current count of stuck documents: jobs of the collection (kind) not final whose latest attempt, or creation, is older than the stuck threshold.
+# TYPE retry_job_stuck_documents gauge
+retry_job_stuck_documents{collection="embed"} 0
+retry_job_stuck_documents{collection="extract"} 6
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"retry_job_stuck_documents", "retry_job_failed_documents"); err != nil {
+		t.Error(err)
+	}
+
+	// weir_jobs has every state of each queue and kind the store reported,
+	// zeros included.
+	jobs := gather(t, reg, "weir_jobs")
+	if n := 3 * len(weirtype.States()); len(jobs) != n {
+		t.Errorf("weir_jobs has %d series, want %d: %v", len(jobs), n, jobs)
+	}
+	for k, v := range map[string]float64{
+		"kind=extract,queue=default,state=available": 5,
+		"kind=extract,queue=default,state=running":   3,
+		"kind=extract,queue=default,state=dead":      4,
+		"kind=extract,queue=default,state=scheduled": 0,
+		"kind=extract,queue=bulk,state=scheduled":    7,
+		"kind=extract,queue=bulk,state=dead":         1,
+		"kind=extract,queue=bulk,state=available":    0,
+		"kind=embed,queue=default,state=completed":   9,
+		"kind=embed,queue=default,state=available":   0,
+	} {
+		if got, ok := jobs[k]; !ok || got.value != v {
+			t.Errorf("weir_jobs{%s} = %v (present %v), want %v", k, got.value, ok, v)
+		}
+	}
+
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	if want := t0.Add(-15 * time.Minute); !ex.stuckBefore.Equal(want) {
+		t.Errorf("CountJobs called with stuckBefore %v, want %v", ex.stuckBefore, want)
+	}
+	if !ex.hadDeadline {
+		t.Error("CountJobs called without a deadline")
+	}
+}
+
+func TestStoreCollectorDefaultStuckAfter(t *testing.T) {
+	ex := &fakeExecutor{}
+	_, reg := newMetrics(t, metrics.Options{Store: &fakeStore{ex: ex}, Clock: clock.NewFake(t0)})
+	if _, err := reg.Gather(); err != nil {
+		t.Fatal(err)
+	}
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	if want := t0.Add(-store.DefaultStuckAfter); !ex.stuckBefore.Equal(want) {
+		t.Errorf("CountJobs called with stuckBefore %v, want %v", ex.stuckBefore, want)
+	}
+}
+
+// A failing query must fail the scrape, not read as zero jobs.
+func TestStoreErrorIsAScrapeError(t *testing.T) {
+	storeErr := errors.New("database is locked")
+	_, reg := newMetrics(t, metrics.Options{Store: &fakeStore{ex: &fakeExecutor{err: storeErr}}})
+	families, err := reg.Gather()
+	if err == nil {
+		t.Fatal("Gather succeeded although CountJobs failed")
+	}
+	if !strings.Contains(err.Error(), "count jobs: database is locked") {
+		t.Errorf("Gather error %q does not carry the store's error", err)
+	}
+	for _, f := range families {
+		switch f.GetName() {
+		case "weir_jobs", "retry_job_stuck_documents", "retry_job_failed_documents":
+			t.Errorf("%s reported although the query failed", f.GetName())
+		}
+	}
+	// The hook metrics are still gathered; the sweep's error counter does
+	// not count the scrape failure.
+	compareSeries(t, "retry_job_errors_total", gatherSeries(t, reg, "retry_job_errors_total", true),
+		map[string]series{
+			"error_type=timeout":   {value: 0},
+			"error_type=cancelled": {value: 0},
+			"error_type=store":     {value: 0},
+		})
+}
+
+func TestStoreQueryIsBoundedByScrapeTimeout(t *testing.T) {
+	_, reg := newMetrics(t, metrics.Options{
+		Store:         &fakeStore{ex: &fakeExecutor{block: true}},
+		ScrapeTimeout: 10 * time.Millisecond,
+	})
+	_, err := reg.Gather()
+	if err == nil || !strings.Contains(err.Error(), "deadline exceeded") {
+		t.Fatalf("Gather error %v, want the query's deadline exceeded", err)
+	}
+}
+
+func TestStoreCollectorRegisteredTwiceFails(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	s := &fakeStore{ex: &fakeExecutor{}}
+	if _, err := metrics.New(reg, metrics.Options{Store: s}); err != nil {
+		t.Fatal(err)
+	}
+	// A second registry holding the hook metrics cannot clash; so clash
+	// on the store collector alone by taking its names first.
+	reg2 := prometheus.NewRegistry()
+	reg2.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "retry_job_stuck_documents", Help: "x"}))
+	_, err := metrics.New(reg2, metrics.Options{Store: s})
+	if err == nil || !strings.Contains(err.Error(), "store collector") {
+		t.Fatalf("error %v, want one naming the store collector", err)
+	}
+}

@@ -1,0 +1,55 @@
+// Package metrics is weir's Prometheus instrumentation: the collectors the
+// job engine feeds through the hooks of [Metrics], and a scrape-time
+// collector that reads job counts from the store.
+//
+// [New] registers everything on a prometheus.Registerer the caller passes
+// in; weir never touches the global default registry. Every hook is cheap,
+// safe for concurrent use, and a no-op on a nil *Metrics, so an engine
+// built without metrics simply holds nil.
+//
+// # Metrics
+//
+// The retry_job_* names and their labels are those of weir's document
+// retry policy spec, exactly, with no namespace prefix, so that its alert
+// rules work unchanged; the spec's "collection" is weir's job kind. The
+// weir_* names are weir's own.
+//
+//	name                                            type       labels                   meaning (hook)
+//	weir_jobs_enqueued_total                        counter    kind, queue, outcome     inserts, by weirtype.InsertOutcome (Enqueued)
+//	weir_job_attempt_duration_seconds               histogram  kind, queue, outcome     attempt durations, 5 ms to 10 min, by Outcome (AttemptDone)
+//	weir_jobs_completed_total                       counter    kind, queue              attempts that completed their job (AttemptDone, Completed)
+//	weir_jobs_failed_total                          counter    kind, queue              attempts that failed (AttemptDone, Failed)
+//	weir_jobs_late_total                            counter    kind, queue              attempts that succeeded after the job's deadline (AttemptDone, Late)
+//	weir_jobs_dead_lettered_total                   counter    kind, queue, reason      jobs abandoned, by weirtype.AbandonReason (DeadLettered)
+//	weir_jobs_rescued_total                         counter    -                        expired leases taken back (Rescued)
+//	retry_job_documents_requeued_total              counter    collection               stuck jobs the sweep requeued (Swept)
+//	retry_job_documents_skipped_backoff_total       counter    collection               stuck jobs the sweep left to their backoff (Swept)
+//	retry_job_documents_max_retries_exceeded_total  counter    collection               stuck jobs the sweep abandoned, out of attempts (Swept)
+//	retry_job_runs_total                            counter    status                   sweep runs: success or failure (SweepRun)
+//	retry_job_duration_seconds                      histogram  -                        sweep run durations (SweepRun)
+//	retry_job_errors_total                          counter    error_type               failed sweep runs: timeout, cancelled or store (SweepRun)
+//
+// With [Options.Store] set, these are read from the store at every scrape
+// (store.Executor.CountJobs, bounded by [Options.ScrapeTimeout]):
+//
+//	name                        type   labels              meaning
+//	weir_jobs                   gauge  queue, kind, state  jobs in each state (queue depth); every state of a queue and kind the store knows, zeros included
+//	retry_job_stuck_documents   gauge  collection          jobs of the kind not final whose latest attempt (or, never attempted, creation) is older than Options.StuckAfter
+//	retry_job_failed_documents  gauge  collection          jobs of the kind in state dead
+//
+// retry_job_runs_total{status} and retry_job_errors_total{error_type} start
+// at zero for each of their label values; the other labelled series appear
+// at their first event (Swept adds zeros so that a sweep's series exist
+// after its first run). Label values that are not valid UTF-8 are made
+// valid rather than allowed to panic.
+//
+// # Scrape errors
+//
+// When the store's count query fails or times out, the scrape-time
+// collector reports the error as an invalid metric, so the registry's
+// Gather returns it and the scrape fails visibly (promhttp answers 500 by
+// default) instead of reporting zeros. The failure is not counted in
+// retry_job_errors_total, which belongs to the stuck sweep: an alert on
+// sweep errors should not fire because monitoring could not read the
+// store.
+package metrics

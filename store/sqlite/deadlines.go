@@ -1,0 +1,424 @@
+package sqlite
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/weirtype"
+)
+
+// Deadlines and late results: the sweep that abandons jobs past their
+// deadline, the late successes of the attempts it abandoned, and the
+// operator's views of the jobs that are stuck.
+//
+// An expired running job keeps its lease_owner and attempt (only its lease
+// expiry is cleared, so its heartbeats and Complete find the lease lost):
+// "dead, last error deadline_exceeded, at this attempt of this owner" is
+// how CompleteLate recognises the success of that attempt as late, and how
+// AcceptLateResult makes sure the job has not moved on since.
+
+// expireJobs is the SET clause of the deadline expiries: at ?1 the job
+// becomes dead, with an error at ?2 (?1 as JSON) of type deadline_exceeded
+// for its current attempt. A running job keeps its owner; a job that is
+// not running has none.
+//
+// The message names the deadline as Go's time.RFC3339Nano writes it in
+// UTC: whole seconds (floored, also before 1970), then the microseconds
+// without trailing zeros, if any. strftime's %f would round to the
+// millisecond, and could name a time after the deadline.
+const expireJobs = `UPDATE weir_jobs SET
+	state = 'dead', finalized_at = ?1, updated_at = ?1, lease_expires_at = NULL,
+	lease_owner = CASE WHEN state = 'running' THEN lease_owner ELSE '' END,
+	errors = json_insert(errors, '$[#]', json_object(
+		'attempt', attempt,
+		'at', ?2,
+		'message', 'deadline ' ||
+			strftime('%Y-%m-%dT%H:%M:%S', deadline_at / 1000000 - (deadline_at % 1000000 < 0), 'unixepoch') ||
+			CASE WHEN deadline_at % 1000000 = 0 THEN ''
+				ELSE '.' || rtrim(printf('%06d', (deadline_at % 1000000 + 1000000) % 1000000), '0') END ||
+			'Z passed before the job completed',
+		'type', '` + weirtype.ErrorTypeDeadlineExceeded + `'))`
+
+// expireDeadlines abandons at ?1, as expireJobs says, up to ?3 jobs that
+// are not final and whose deadline is before ?1, earliest deadline first.
+// The selection names its index: without statistics the planner might
+// walk the index on state instead and sort every waiting job.
+const expireDeadlines = expireJobs + `
+	WHERE id IN (
+		SELECT id FROM weir_jobs INDEXED BY weir_jobs_deadline
+		WHERE deadline_at < ?1 AND state IN ('available', 'scheduled', 'running')
+		ORDER BY deadline_at, id LIMIT ?3)
+	RETURNING id, deadline_at`
+
+// expireHeld abandons at ?1, as expireJobs says, the running job ?3: one
+// that CompleteLate found held by the lease and past its deadline.
+const expireHeld = expireJobs + `
+	WHERE id = ?3 AND state = 'running'`
+
+// ExpireDeadlines abandons, in one UPDATE, up to limit jobs that are not
+// final and whose deadline is before now, and writes their dead letters
+// (reason deadline_exceeded) in the same transaction. It returns their ids
+// earliest deadline first, then by id.
+func (e executor) ExpireDeadlines(ctx context.Context, now time.Time, limit int) ([]int64, error) {
+	if err := checkNow(now); err != nil {
+		return nil, fmt.Errorf("expire deadlines: %w", err)
+	}
+	if limit < 1 {
+		return nil, fmt.Errorf("expire deadlines: %w: limit %d is less than 1", store.ErrInvalid, limit)
+	}
+	var ids []int64
+	err := e.write(ctx, func(tx *sql.Tx) error {
+		rows, err := e.s.stmts.query(ctx, tx, expireDeadlines, encodeTime(now), timeJSON(now), limit)
+		if err != nil {
+			return err
+		}
+		if ids, err = scanExpired(rows); err != nil {
+			return err
+		}
+		return e.insertDeadLetters(ctx, tx, now, weirtype.AbandonDeadline, ids)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("expire deadlines: %w", err)
+	}
+	return ids, nil
+}
+
+// scanExpired reads and closes rows of (id, deadline_at), and returns the
+// ids earliest deadline first, then by id: RETURNING gives the rows in no
+// promised order.
+func scanExpired(rows *sql.Rows) ([]int64, error) {
+	defer rows.Close()
+	type expired struct{ id, deadline int64 }
+	var got []expired
+	for rows.Next() {
+		var x expired
+		if err := rows.Scan(&x.id, &x.deadline); err != nil {
+			return nil, err
+		}
+		got = append(got, x)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(got, func(a, b expired) int {
+		return cmp.Or(cmp.Compare(a.deadline, b.deadline), cmp.Compare(a.id, b.id))
+	})
+	ids := make([]int64, len(got))
+	for i, x := range got {
+		ids[i] = x.id
+	}
+	return ids, nil
+}
+
+// lateResultColumns are weir_late_results' columns in the order
+// scanLateResult reads them.
+const lateResultColumns = `id, job_id, kind, queue, attempt, owner, deadline_at, received_at, accepted_at`
+
+// insertLateResult stores the late result of job ?1, received at ?2, for
+// the attempt and owner the job's row holds, unless the job has one for
+// that attempt already. (The SELECT's WHERE clause also keeps SQLite from
+// reading ON CONFLICT as a join constraint.)
+const insertLateResult = `INSERT INTO weir_late_results
+	(job_id, kind, queue, attempt, owner, deadline_at, received_at)
+	SELECT id, kind, queue, attempt, lease_owner, deadline_at, ?2 FROM weir_jobs WHERE id = ?1
+	ON CONFLICT (job_id, attempt) DO NOTHING`
+
+// CompleteLate, in one transaction, abandons the job of lease l when l is
+// still held (as ExpireDeadlines does, dead letter included), then stores
+// the late result of l's attempt, or finds the one stored already. It
+// returns an error wrapping store.ErrLeaseLost, changing nothing, when the
+// job is missing or is not dead past its deadline at l's attempt and
+// owner; and one wrapping store.ErrInvalid when the job has no deadline,
+// or l is held and the deadline has not passed at now (the attempt is not
+// late: Complete it).
+func (e executor) CompleteLate(ctx context.Context, now time.Time, l store.Lease) (*weirtype.LateResult, error) {
+	err := checkOwner(l.Owner)
+	if err == nil {
+		err = checkNow(now)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("complete job %d late: %w", l.ID, err)
+	}
+	var lr *weirtype.LateResult
+	err = e.write(ctx, func(tx *sql.Tx) (err error) {
+		lr, err = e.completeLate(ctx, tx, now, l)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("complete job %d late: %w", l.ID, err)
+	}
+	return lr, nil
+}
+
+func (e executor) completeLate(ctx context.Context, tx *sql.Tx, now time.Time, l store.Lease) (*weirtype.LateResult, error) {
+	var (
+		state, owner, lastType string
+		attempt                int
+		deadline               sql.NullInt64
+	)
+	err := tx.QueryRowContext(ctx, `SELECT state, attempt, lease_owner, deadline_at, coalesce(errors ->> '$[#-1].type', '')
+		FROM weir_jobs WHERE id = ?`, l.ID).Scan(&state, &attempt, &owner, &deadline, &lastType)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: job %d does not exist", store.ErrLeaseLost, l.ID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the job: %w", err)
+	}
+	if !deadline.Valid {
+		return nil, fmt.Errorf("%w: job %d has no deadline, so it cannot be late", store.ErrInvalid, l.ID)
+	}
+
+	held := state == string(weirtype.StateRunning) && owner == l.Owner && attempt == l.Attempt
+	if held {
+		if d := decodeTime(deadline); !d.Before(now) {
+			return nil, fmt.Errorf("%w: job %d's deadline %s has not passed at %s: the attempt is not late",
+				store.ErrInvalid, l.ID, d.Format(time.RFC3339Nano), storedTime(now).Format(time.RFC3339Nano))
+		}
+		if _, err := e.s.stmts.exec(ctx, tx, expireHeld, encodeTime(now), timeJSON(now), l.ID); err != nil {
+			return nil, fmt.Errorf("abandon the job past its deadline: %w", err)
+		}
+		if err := e.insertDeadLetters(ctx, tx, now, weirtype.AbandonDeadline, []int64{l.ID}); err != nil {
+			return nil, err
+		}
+		state, lastType = string(weirtype.StateDead), weirtype.ErrorTypeDeadlineExceeded
+	}
+	if state != string(weirtype.StateDead) || lastType != weirtype.ErrorTypeDeadlineExceeded || attempt != l.Attempt || owner != l.Owner {
+		return nil, fmt.Errorf("%w: job %d is not dead past its deadline at attempt %d of %s (it is %s at attempt %d)",
+			store.ErrLeaseLost, l.ID, l.Attempt, l.Owner, state, attempt)
+	}
+
+	if _, err := e.s.stmts.exec(ctx, tx, insertLateResult, l.ID, encodeTime(now)); err != nil {
+		return nil, fmt.Errorf("store the late result: %w", err)
+	}
+	lr, err := scanLateResult(tx.QueryRowContext(ctx,
+		"SELECT "+lateResultColumns+" FROM weir_late_results WHERE job_id = ? AND attempt = ?", l.ID, l.Attempt))
+	if err != nil {
+		return nil, fmt.Errorf("read the late result: %w", err)
+	}
+	return lr, nil
+}
+
+// ListLateResults returns the late results that match f, lowest id first.
+func (e executor) ListLateResults(ctx context.Context, f store.LateResultFilter) ([]*weirtype.LateResult, error) {
+	if f.Limit < 0 {
+		return nil, fmt.Errorf("list late results: %w: limit %d is negative", store.ErrInvalid, f.Limit)
+	}
+	var (
+		conds []string
+		args  []any
+	)
+	if f.JobID != 0 {
+		conds = append(conds, "job_id = ?")
+		args = append(args, f.JobID)
+	}
+	if f.Kind != "" {
+		conds = append(conds, "kind = ?")
+		args = append(args, f.Kind)
+	}
+	if f.Pending {
+		conds = append(conds, "accepted_at IS NULL")
+	}
+	if f.AfterID > 0 {
+		conds = append(conds, "id > ?")
+		args = append(args, f.AfterID)
+	}
+	q := "SELECT " + lateResultColumns + " FROM weir_late_results"
+	if len(conds) > 0 {
+		q += " WHERE " + strings.Join(conds, " AND ")
+	}
+	q += " ORDER BY id"
+	if f.Limit > 0 {
+		q += " LIMIT ?"
+		args = append(args, f.Limit)
+	}
+	rows, err := e.reader().QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list late results: %w", err)
+	}
+	defer rows.Close()
+	var lrs []*weirtype.LateResult
+	for rows.Next() {
+		lr, err := scanLateResult(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list late results: %w", err)
+		}
+		lrs = append(lrs, lr)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list late results: %w", err)
+	}
+	return lrs, nil
+}
+
+// acceptLateJob completes at ?1 job ?2 if it is still dead past its
+// deadline at attempt ?3 of owner ?4, as the late result found it.
+const acceptLateJob = `UPDATE weir_jobs SET
+	state = 'completed', finalized_at = ?1, updated_at = ?1, lease_owner = '', lease_expires_at = NULL
+	WHERE id = ?2 AND state = 'dead' AND attempt = ?3 AND lease_owner = ?4
+		AND errors ->> '$[#-1].type' = '` + weirtype.ErrorTypeDeadlineExceeded + `'`
+
+// AcceptLateResult, in one transaction, completes the job of the late
+// result with the id, deletes the job's dead letters and marks the result
+// accepted at now. It returns an error wrapping store.ErrNotFound for a
+// missing result, store.ErrFinal for one accepted already, and
+// store.ErrConflict, changing nothing, when the job is no longer dead past
+// its deadline at the result's attempt: requeued, completed or purged
+// since.
+func (e executor) AcceptLateResult(ctx context.Context, now time.Time, id int64) (*weirtype.LateResult, error) {
+	if err := checkNow(now); err != nil {
+		return nil, fmt.Errorf("accept late result %d: %w", id, err)
+	}
+	var lr *weirtype.LateResult
+	err := e.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		lr, err = scanLateResult(tx.QueryRowContext(ctx,
+			"SELECT "+lateResultColumns+" FROM weir_late_results WHERE id = ?", id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if !lr.AcceptedAt.IsZero() {
+			return fmt.Errorf("%w: accepted at %s", store.ErrFinal, lr.AcceptedAt.Format(time.RFC3339Nano))
+		}
+		res, err := tx.ExecContext(ctx, acceptLateJob, encodeTime(now), lr.JobID, lr.Attempt, lr.Owner)
+		if err != nil {
+			return fmt.Errorf("complete job %d: %w", lr.JobID, err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n != 1 {
+			return jobConflict(ctx, tx, lr)
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM weir_dead_letters WHERE job_id = ?", lr.JobID); err != nil {
+			return fmt.Errorf("delete the dead letters of job %d: %w", lr.JobID, err)
+		}
+		lr, err = scanLateResult(tx.QueryRowContext(ctx,
+			"UPDATE weir_late_results SET accepted_at = ?1 WHERE id = ?2 RETURNING "+lateResultColumns, encodeTime(now), id))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("accept late result %d: %w", id, err)
+	}
+	return lr, nil
+}
+
+// jobConflict is the error wrapping store.ErrConflict of a late result
+// whose job is no longer dead past its deadline at the result's attempt.
+func jobConflict(ctx context.Context, tx *sql.Tx, lr *weirtype.LateResult) error {
+	var state string
+	var attempt int
+	err := tx.QueryRowContext(ctx, "SELECT state, attempt FROM weir_jobs WHERE id = ?", lr.JobID).Scan(&state, &attempt)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("%w: job %d no longer exists (purged)", store.ErrConflict, lr.JobID)
+	case err != nil:
+		return fmt.Errorf("read job %d: %w", lr.JobID, err)
+	}
+	return fmt.Errorf("%w: job %d is %s at attempt %d, no longer dead past its deadline at attempt %d",
+		store.ErrConflict, lr.JobID, state, attempt, lr.Attempt)
+}
+
+// scanLateResult reads one row of lateResultColumns. It returns
+// sql.ErrNoRows, unwrapped, when a *sql.Row has none.
+func scanLateResult(row scanner) (*weirtype.LateResult, error) {
+	var (
+		lr                         weirtype.LateResult
+		deadline, received, accept sql.NullInt64
+	)
+	err := row.Scan(&lr.ID, &lr.JobID, &lr.Kind, &lr.Queue, &lr.Attempt, &lr.Owner, &deadline, &received, &accept)
+	if err != nil {
+		return nil, err
+	}
+	lr.DeadlineAt = decodeTime(deadline)
+	lr.ReceivedAt = decodeTime(received)
+	lr.AcceptedAt = decodeTime(accept)
+	return &lr, nil
+}
+
+// waitingSince is when a job not final last started waiting on a worker:
+// when its latest attempt started, or, never attempted, when it was made.
+// It is the expression of the index weir_jobs_waiting_since, which the
+// queries below must repeat exactly to use it.
+const waitingSince = `coalesce(attempted_at, created_at)`
+
+// listStuck reads up to ?2 jobs not final that have waited since before
+// ?1, oldest first, through weir_jobs_waiting_since: it reads no final
+// job and sorts nothing.
+const listStuck = `SELECT ` + jobColumns + ` FROM weir_jobs INDEXED BY weir_jobs_waiting_since
+	WHERE state IN ('available', 'scheduled', 'running') AND ` + waitingSince + ` < ?1
+	ORDER BY ` + waitingSince + `, id LIMIT ?2`
+
+// ListStuck returns up to limit jobs not final whose latest attempt
+// started, or which, never attempted, were made, before before; oldest
+// first, then by id.
+func (e executor) ListStuck(ctx context.Context, before time.Time, limit int) ([]*weirtype.Job, error) {
+	if err := checkBefore(before); err != nil {
+		return nil, fmt.Errorf("list stuck jobs: %w", err)
+	}
+	if limit < 1 {
+		return nil, fmt.Errorf("list stuck jobs: %w: limit %d is less than 1", store.ErrInvalid, limit)
+	}
+	rows, err := e.reader().QueryContext(ctx, listStuck, encodeTime(before), limit)
+	if err != nil {
+		return nil, fmt.Errorf("list stuck jobs: %w", err)
+	}
+	jobs, err := scanJobs(rows, min(limit, 100))
+	if err != nil {
+		return nil, fmt.Errorf("list stuck jobs: %w", err)
+	}
+	return jobs, nil
+}
+
+// countJobs counts the jobs by queue, kind and state, and of each group
+// those ListStuck would return for ?1. It reads every job: it is an
+// operator's query, run now and then, not the engine's.
+const countJobs = `SELECT queue, kind, state, count(*),
+	count(*) FILTER (WHERE state IN ('available', 'scheduled', 'running') AND ` + waitingSince + ` < ?1)
+	FROM weir_jobs GROUP BY queue, kind, state ORDER BY queue, kind, state`
+
+// CountJobs counts the jobs by queue, kind and state, in that order, and
+// of each group those stuck since before stuckBefore.
+func (e executor) CountJobs(ctx context.Context, stuckBefore time.Time) ([]store.JobCount, error) {
+	if err := checkBefore(stuckBefore); err != nil {
+		return nil, fmt.Errorf("count jobs: %w", err)
+	}
+	rows, err := e.reader().QueryContext(ctx, countJobs, encodeTime(stuckBefore))
+	if err != nil {
+		return nil, fmt.Errorf("count jobs: %w", err)
+	}
+	defer rows.Close()
+	var counts []store.JobCount
+	for rows.Next() {
+		var c store.JobCount
+		var state string
+		if err := rows.Scan(&c.Queue, &c.Kind, &state, &c.Count, &c.Stuck); err != nil {
+			return nil, fmt.Errorf("count jobs: %w", err)
+		}
+		c.State = weirtype.State(state)
+		counts = append(counts, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count jobs: %w", err)
+	}
+	return counts, nil
+}
+
+// checkBefore returns an error wrapping store.ErrInvalid when before, the
+// stuck threshold, is the zero time or cannot be stored.
+func checkBefore(before time.Time) error {
+	if before.IsZero() {
+		return fmt.Errorf("%w: before is the zero time", store.ErrInvalid)
+	}
+	return checkTime("before", before)
+}

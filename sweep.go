@@ -1,0 +1,250 @@
+package weir
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/weirtype"
+)
+
+// sweepLimit is how many stuck jobs one sweep considers.
+const sweepLimit = 1000
+
+// SweepResult is what one stuck sweep did, by kind.
+type SweepResult struct {
+	// Requeued are the stuck running jobs taken back and made available
+	// again, the stuck attempt counted, with an error of type stuck.
+	Requeued map[string]int
+	// SkippedBackoff are the stuck jobs left alone because their backoff
+	// has not passed: a running job whose attempt started less than its
+	// kind's backoff for that attempt ago, or a retry scheduled for later.
+	SkippedBackoff map[string]int
+	// MaxRetriesExceeded are the stuck running jobs on their last attempt,
+	// abandoned to the dead-letter store (reason max_attempts_exceeded:
+	// spec 04's failed_max_retries).
+	MaxRetriesExceeded map[string]int
+	// Waiting are the stuck jobs due to run that no worker has taken: their
+	// queue is not worked, or is far behind. The sweep leaves them queued.
+	Waiting map[string]int
+}
+
+func (r SweepResult) kinds() map[string]bool {
+	out := map[string]bool{}
+	for _, m := range []map[string]int{r.Requeued, r.SkippedBackoff, r.MaxRetriesExceeded, r.Waiting} {
+		for k := range m {
+			out[k] = true
+		}
+	}
+	return out
+}
+
+// stuckAfter is how long an attempt of kind may run before it is stuck.
+func (c *Client) stuckAfter(kind string) time.Duration {
+	if r := c.kinds[kind]; r != nil && r.cfg.StuckAfter > 0 {
+		return r.cfg.StuckAfter
+	}
+	return c.cfg.StuckAfter
+}
+
+// SweepStuck runs the stuck sweep once (a started client runs it every
+// Config.SweepEvery). It looks at the jobs that are not final and whose
+// latest attempt started (or, never attempted, that were created) longer
+// ago than Config.StuckAfter, or their kind's KindConfig.StuckAfter:
+//
+//   - a running job whose handler has not finished (it hangs, or ignores
+//     its context, while heartbeats keep its lease) is taken back once its
+//     kind's backoff for the attempt has also passed since the attempt
+//     started: on its last attempt it is abandoned (max_attempts_exceeded),
+//     otherwise it is made available again, the attempt counted; the
+//     handler, if its process lives, has its context cancelled at the next
+//     heartbeat;
+//   - a retry scheduled for later is skipped: its backoff has not passed;
+//   - a job due that no worker has taken is counted and logged, and left
+//     queued.
+//
+// Sweeps by several processes at once are safe: a job is taken back by at
+// most one of them.
+func (c *Client) SweepStuck(ctx context.Context) (SweepResult, error) {
+	start := c.clock.Now()
+	res, err := c.sweepStuck(ctx, start)
+	m := c.cfg.Metrics
+	for kind := range res.kinds() {
+		m.Swept(kind, res.Requeued[kind], res.SkippedBackoff[kind], res.MaxRetriesExceeded[kind])
+	}
+	m.SweepRun(c.clock.Now().Sub(start), err)
+	return res, err
+}
+
+func (c *Client) sweepStuck(ctx context.Context, now time.Time) (SweepResult, error) {
+	res := SweepResult{
+		Requeued:           map[string]int{},
+		SkippedBackoff:     map[string]int{},
+		MaxRetriesExceeded: map[string]int{},
+		Waiting:            map[string]int{},
+	}
+	jobs, err := c.ex.ListStuck(ctx, now.Add(-c.cfg.StuckAfter), sweepLimit)
+	if err != nil {
+		return res, fmt.Errorf("weir: stuck sweep: list: %w", err)
+	}
+	var errs []error
+	for _, j := range jobs {
+		since := j.AttemptedAt
+		if since.IsZero() {
+			since = j.CreatedAt
+		}
+		stuckFor := now.Sub(since)
+		if stuckFor <= c.stuckAfter(j.Kind) {
+			continue // its kind allows longer
+		}
+		log := c.log.With("job_id", j.ID, "kind", j.Kind, "attempt", j.Attempt, "state", string(j.State), "stuck_for", stuckFor)
+		switch {
+		case j.State == weirtype.StateScheduled && j.ScheduledAt.After(now):
+			res.SkippedBackoff[j.Kind]++
+		case j.State != weirtype.StateRunning:
+			res.Waiting[j.Kind]++
+			log.Warn("stuck sweep: job due but not taken by any worker; is its queue worked?", "queue", j.Queue)
+		case since.Add(c.nominalBackoff(j)).After(now):
+			res.SkippedBackoff[j.Kind]++
+		default:
+			last := j.Attempt >= j.MaxAttempts
+			p := store.FailParams{
+				Now:   now,
+				Lease: store.Lease{ID: j.ID, Owner: j.LeaseOwner, Attempt: j.Attempt},
+				Error: weirtype.AttemptError{
+					Attempt: j.Attempt, At: now, Type: weirtype.ErrorTypeStuck,
+					Message: fmt.Sprintf("weir: attempt running for %v without finishing (worker %s); taken back by the stuck sweep", stuckFor.Round(time.Second), j.LeaseOwner),
+				},
+				RetryAt: now,
+			}
+			if last {
+				p.Abandon, p.RetryAt = weirtype.AbandonMaxAttempts, time.Time{}
+			}
+			_, err := c.ex.Fail(ctx, p)
+			switch {
+			case errors.Is(err, store.ErrLeaseLost):
+				continue // it finished, or another sweep took it
+			case err != nil:
+				errs = append(errs, fmt.Errorf("job %d: %w", j.ID, err))
+				continue
+			}
+			if last {
+				res.MaxRetriesExceeded[j.Kind]++
+				c.cfg.Metrics.DeadLettered(j.Kind, j.Queue, weirtype.AbandonMaxAttempts)
+				log.Error("stuck sweep: job on its last attempt abandoned to the dead-letter store", "reason", string(weirtype.AbandonMaxAttempts), "attempted_at", j.AttemptedAt)
+				continue
+			}
+			res.Requeued[j.Kind]++
+			c.wake(j.Queue)
+			log.Warn("stuck sweep: job taken back and requeued")
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return res, fmt.Errorf("weir: stuck sweep: %w", err)
+	}
+	return res, nil
+}
+
+// nominalBackoff is the backoff, before jitter, of j's kind for the retry
+// after its current attempt: the stuck sweep takes a running job back only
+// once that long has passed since the attempt started, as spec 04 checks
+// lastAttemptTime + delay < now. A kind this client does not register uses
+// the default backoff.
+func (c *Client) nominalBackoff(j *weirtype.Job) time.Duration {
+	b := KindConfig{}.Backoff
+	if r := c.kinds[j.Kind]; r != nil {
+		b = r.cfg.Backoff
+	}
+	return b.Scheduled(j.Attempt)
+}
+
+// sweepLoop runs the stuck sweep every SweepEvery until Stop.
+func (c *Client) sweepLoop() {
+	defer c.loopsWG.Done()
+	for {
+		t := c.clock.NewTimer(c.cfg.SweepEvery)
+		select {
+		case <-c.loopsStop:
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		ctx, cancel := context.WithTimeout(c.loopsCtx, c.cfg.SweepEvery)
+		res, err := c.SweepStuck(ctx)
+		cancel()
+		if err != nil {
+			c.log.Error("stuck sweep", "err", err.Error())
+		}
+		if n := sum(res.Requeued) + sum(res.MaxRetriesExceeded) + sum(res.SkippedBackoff) + sum(res.Waiting); n > 0 {
+			c.log.Info("stuck sweep done", "requeued", sum(res.Requeued), "skipped_backoff", sum(res.SkippedBackoff),
+				"max_retries_exceeded", sum(res.MaxRetriesExceeded), "waiting", sum(res.Waiting))
+		}
+	}
+}
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// listenLoop wakes the producers when the store's database says a job
+// became available (PostgreSQL LISTEN/NOTIFY), until Stop. A failed
+// listen is logged and tried again after a doubling wait (polling covers
+// the gap).
+func (c *Client) listenLoop(n store.Notifier) {
+	defer c.loopsWG.Done()
+	for failures := 0; ; {
+		ctx, cancel := context.WithCancel(c.loopsCtx)
+		go func() {
+			select {
+			case <-c.loopsStop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		err := n.Listen(ctx, func() { failures = 0 }, c.wake)
+		stopped := ctx.Err() != nil
+		cancel()
+		if stopped {
+			return
+		}
+		failures++
+		d := min(writeRetryBase<<min(failures-1, 20), 30*time.Second)
+		c.log.Warn("listen for new jobs failed; polling meanwhile", "retry_in", d, "err", fmt.Sprint(err))
+		t := c.clock.NewTimer(d)
+		select {
+		case <-c.loopsStop:
+			t.Stop()
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// LateResults returns the late results that match f: successes of
+// attempts that finished after their job's deadline had abandoned it.
+func (c *Client) LateResults(ctx context.Context, f store.LateResultFilter) ([]*weirtype.LateResult, error) {
+	rs, err := c.ex.ListLateResults(ctx, f)
+	if err != nil {
+		return nil, fmt.Errorf("weir: late results: %w", err)
+	}
+	return rs, nil
+}
+
+// AcceptLateResult applies the late result with the id: its job, abandoned
+// past its deadline, becomes completed and its dead letter is deleted.
+// It fails with store.ErrNotFound, store.ErrFinal (accepted already) or
+// store.ErrConflict (the job was requeued, completed or purged since).
+func (c *Client) AcceptLateResult(ctx context.Context, id int64) (*weirtype.LateResult, error) {
+	lr, err := c.ex.AcceptLateResult(ctx, c.clock.Now(), id)
+	if err != nil {
+		return nil, fmt.Errorf("weir: accept late result %d: %w", id, err)
+	}
+	c.log.Info("late result accepted; the job is completed", "late_result_id", id, "job_id", lr.JobID, "kind", lr.Kind)
+	return lr, nil
+}
