@@ -4,7 +4,7 @@
 // This root package is the job engine's public API. A job kind is a Go type
 // with a Kind method ([JobArgs]); its value, as JSON, is the job's payload.
 // A [Worker] for the kind is registered, with its policy ([KindConfig]:
-// attempts, backoff, TTL, per-attempt timeout, queue), in a [Workers]
+// attempts, backoff, TTL, per-attempt timeout, deadline, queue), in a [Workers]
 // registry, and a [Client] on a store (store/sqlite, the embedded default,
 // or store/postgres) inserts jobs and runs them:
 //
@@ -27,7 +27,21 @@
 //     schedules ("every 15 minutes", "daily at 02:00"): each tick is
 //     inserted with an idempotency key made of the job's name and the tick
 //     time, so however many clients run, and across restarts, one job is
-//     made per tick.
+//     made per tick;
+//   - deadlines ([KindConfig.SLA]): past its deadline an unfinished job is
+//     abandoned with reason deadline_exceeded, and a success that comes
+//     after it is kept as a late result ([Client.LateResults]) that only an
+//     operator's [Client.AcceptLateResult] applies;
+//   - the stuck sweep ([Client.SweepStuck], every [Config.SweepEvery])
+//     takes back attempts that hang past [Config.StuckAfter] once their
+//     backoff allows, abandons those on their last attempt, and counts
+//     both;
+//   - on PostgreSQL, LISTEN/NOTIFY wakes every client's workers when a job
+//     is inserted anywhere; polling ([Config.PollEvery]) is the fallback;
+//   - [Config.Metrics] ([github.com/weirhq/weir/metrics]) counts inserts,
+//     attempts, dead letters and sweeps on the caller's Prometheus
+//     registry; logs go to [Config.Logger] at INFO for retries, WARN as a
+//     job nears its last attempt or its TTL, ERROR for dead letters.
 //
 // The client does not migrate the store: call its Migrate first. Time comes
 // from [Config.Clock], so every decision (leases, backoff, timeouts, polls)

@@ -131,3 +131,78 @@ func migratedPostgres(t *testing.T, prefix string, maxConns int32) (*postgres.St
 	}
 	return s, url
 }
+
+// On PostgreSQL a job inserted by another process, here another client in
+// the caller's transaction, wakes the workers at its commit through
+// LISTEN/NOTIFY: it starts within a second although the poll is an hour.
+func TestPostgresNotifyWakesAnotherClientAtCommit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := migratedPostgres(t, "weirtest_notify_", 4)
+	if !s.Features().Notify {
+		t.Fatal("the PostgreSQL store does not declare Notify")
+	}
+	started := make(chan time.Time, 1)
+	ws := weir.NewWorkers()
+	if err := weir.AddWorker(ws, weir.WorkFunc(func(context.Context, *weir.Job[count]) error {
+		started <- time.Now()
+		return nil
+	}), weir.KindConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	worker, err := weir.NewClient(weir.Config{Store: s, Workers: ws, ID: "listener", PollEvery: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := worker.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = worker.Stop(sctx)
+	})
+	inserter, err := weir.NewClient(weir.Config{Store: s, ID: "inserter", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first claim at Start found nothing; give the listener a moment
+	// to be listening before the insert.
+	waitFor(t, func() bool { return listening(t, s) })
+
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inserter.InsertTx(ctx, s.Tx(tx), count{N: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+		t.Fatal("the job started before its transaction committed")
+	case <-time.After(200 * time.Millisecond):
+	}
+	committed := time.Now()
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case at := <-started:
+		t.Logf("commit to handler start: %v", at.Sub(committed))
+	case <-time.After(5 * time.Second):
+		t.Fatal("the job did not start within 5 s of its commit; the poll is an hour, so the notification did not wake the worker")
+	}
+}
+
+// listening reports whether a session of s's database listens on s's
+// notification channel.
+func listening(t *testing.T, s *postgres.Store) bool {
+	t.Helper()
+	var n int
+	err := s.Pool().QueryRow(context.Background(),
+		`SELECT count(*) FROM pg_stat_activity WHERE query ILIKE 'listen%' AND position($1 in query) > 0`, s.NotifyChannel()).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n > 0
+}

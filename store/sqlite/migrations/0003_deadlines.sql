@@ -32,9 +32,3 @@ CREATE INDEX weir_late_results_pending ON weir_late_results (id) WHERE accepted_
 -- deadline first. Final jobs, and jobs without a deadline, are not in it.
 CREATE INDEX weir_jobs_deadline ON weir_jobs (deadline_at)
     WHERE deadline_at IS NOT NULL AND state IN ('available', 'scheduled', 'running');
-
--- Stuck jobs: jobs not final by when their latest
--- attempt started, or, never attempted, when they were made; ties by id.
--- Completed, cancelled and dead jobs, most of the table, are not in it.
-CREATE INDEX weir_jobs_waiting_since ON weir_jobs (coalesce(attempted_at, created_at))
-    WHERE state IN ('available', 'scheduled', 'running');
