@@ -123,7 +123,9 @@ func (e executor) ListDeadLetters(ctx context.Context, f store.DeadLetterFilter)
 // store.Executor. The letters are locked first, so that a concurrent
 // requeue or purge of the same letters waits, then finds them gone. A
 // letter whose job is no longer dead (or no longer exists) cannot be
-// requeued, and is kept. The ids are in ascending order.
+// requeued, and is kept. A requeued job's lease owner is cleared (a job
+// abandoned past its deadline kept it, for a late result), and its queue
+// announced (see Store.Listen). The ids are in ascending order.
 func (e executor) RequeueDeadLetters(ctx context.Context, now time.Time, f store.DeadLetterFilter) ([]int64, error) {
 	const op = "requeue dead letters"
 	if err := checkNow(op, now); err != nil {
@@ -148,12 +150,12 @@ func (e executor) RequeueDeadLetters(ctx context.Context, now time.Time, f store
 		` + dropLease + `
 	FROM letters
 	WHERE j.id = letters.job_id AND j.state = 'dead'
-	RETURNING j.id
+	RETURNING j.id, j.queue, j.state
 ), deleted AS (
 	DELETE FROM ` + s + `.weir_dead_letters
 	WHERE id IN (SELECT letters.id FROM letters JOIN requeued ON requeued.id = letters.job_id)
-)
-SELECT id FROM requeued`
+), ` + wokenCTE(e.s.channel, "requeued") + `
+SELECT id FROM requeued WHERE ` + readWoken
 	var ids []int64
 	err = e.run(ctx, func(q querier) error {
 		rows, err := q.Query(ctx, sql, args...)
@@ -172,7 +174,8 @@ SELECT id FROM requeued`
 
 // PurgeDeadLetters deletes the dead letters that match f and their jobs, in
 // one statement; see store.Executor. A job that is no longer dead (a
-// requeue got to it first) is kept.
+// requeue got to it first) is kept, and so are the late results of the
+// jobs it deletes, a record of what their attempts returned.
 func (e executor) PurgeDeadLetters(ctx context.Context, f store.DeadLetterFilter) (int, error) {
 	const op = "purge dead letters"
 	where, args, err := deadLetterWhere(op, f, false, nil)

@@ -58,10 +58,41 @@
 // rescue, and its row in weir_dead_letters, are written by one statement
 // (data-modifying CTEs); so are a requeue and a purge.
 //
-// The errors the database records itself (a stuck, expired or released
-// attempt) are written as encoding/json writes a weirtype.AttemptError,
-// their time in RFC 3339 with fractional seconds, UTC, so that they read
-// back equal to what weir would have written.
+// The errors the database records itself (a stuck, expired, released or
+// deadline-exceeded attempt) are written as encoding/json writes a
+// weirtype.AttemptError, their time in RFC 3339 with fractional seconds,
+// UTC, so that they read back equal to what weir would have written.
+//
+// # Deadlines and late results
+//
+// ExpireDeadlines takes the jobs not final whose deadline has passed,
+// earliest first, from the partial index weir_jobs_deadline with FOR UPDATE
+// SKIP LOCKED, so that sweeps that run at once never abandon one job twice;
+// one statement makes them dead and writes their dead letters. A running
+// job keeps its lease owner and attempt, and loses its lease's expiry, so
+// that its worker's heartbeat finds the lease lost and its success is
+// recognised as late: CompleteLate locks the job, abandons it first if the
+// lease is still held, and stores a row in weir_late_results, one per job
+// and attempt, in one transaction. AcceptLateResult completes the job and
+// deletes its dead letters only if the job is still dead past its deadline
+// at the result's attempt and owner (store.ErrConflict otherwise, after a
+// requeue or a purge). A purge keeps late results, as a record. ListStuck
+// reads the partial index weir_jobs_stuck, which holds no final job.
+//
+// # LISTEN/NOTIFY
+//
+// Every write that makes a job available announces its queue with
+// pg_notify on the schema's channel, "weir_" and 16 hex digits of a hash
+// of the schema's name ([Store.NotifyChannel]): a short identifier of its
+// own per schema, so that deployments (and test cases) that share a
+// database never wake each other. [Store.Listen] takes a connection of its
+// own, LISTENs there and calls wake with each queue. An insert announces
+// each distinct queue once, from one more statement in its pipelined batch
+// (no extra round trip); an immediate retry, a rescue, a release and a
+// requeue announce from their own statement (a CTE the statement reads).
+// PostgreSQL delivers the notifications of a transaction when it commits,
+// and none of one that rolls back, so an insert in a caller's transaction
+// wakes workers once its job is visible to them.
 //
 // # Transactions
 //

@@ -31,15 +31,20 @@ const jobColumns = `id, kind, queue, payload, state, attempt, max_attempts, idem
 // the connection's search_path is set (a caller's transaction may come from
 // a pool of the caller's own).
 type queries struct {
-	schema                string // quoted, for the statements built per call
-	insert, byKey, getJob string
+	schema                      string // quoted, for the statements built per call
+	insert, byKey, getJob, wake string
 	lifecycleQueries
+	deadlineQueries
 }
 
-func newQueries(schema string) queries {
+// newQueries returns the statements on the tables of schema, a quoted
+// identifier, that announce available jobs on channel, an identifier that
+// needs no quoting.
+func newQueries(schema, channel string) queries {
 	return queries{
 		schema:           schema,
-		lifecycleQueries: newLifecycleQueries(schema),
+		lifecycleQueries: newLifecycleQueries(schema, channel),
+		deadlineQueries:  newDeadlineQueries(schema),
 		// Inserts a job, or, on a conflict with a job of the same key,
 		// locks that job and reclaims it if it is stuck: running, with its
 		// attempt started before the cutoff ($12). It returns the row only
@@ -74,14 +79,33 @@ RETURNING ` + jobColumns + `, (j.xmax = 0) AS inserted`,
 		// held.
 		byKey:  `SELECT ` + jobColumns + ` FROM ` + schema + `.weir_jobs WHERE idempotency_key = $1 AND idempotency_key <> '' FOR SHARE`,
 		getJob: `SELECT ` + jobColumns + ` FROM ` + schema + `.weir_jobs WHERE id = $1`,
+		// Announces, once each, the queues of the jobs an insert made
+		// available: $1 the distinct queues of the jobs without a key that
+		// it inserted available; $2 the keys of the others, each of whose
+		// jobs it may have inserted, reclaimed (in the queue of the job it
+		// found) or found waiting already (a wake that was not needed, and
+		// costs one claim). Each key's job is read by a subquery of its
+		// own, one probe of the key's index: a join, or a condition on
+		// the jobs' state, would let the planner, misled by statistics
+		// older than a fast-growing backlog, scan the table or every
+		// waiting job instead. A job not available gives a NULL queue,
+		// which the outer WHERE drops.
+		wake: `SELECT pg_notify('` + channel + `', queue) FROM (
+	SELECT unnest($1::text[]) AS queue
+	UNION
+	SELECT (SELECT CASE WHEN state = 'available' THEN queue END FROM ` + schema + `.weir_jobs
+		WHERE idempotency_key = k.key AND idempotency_key <> '')
+	FROM unnest($2::text[]) AS k(key)
+) AS woken
+WHERE octet_length(queue) <= ` + fmt.Sprint(maxPayloadLen),
 	}
 }
 
 // Executor returns an Executor that runs each call in a transaction of its
-// own, at READ COMMITTED. Every call but Insert is one statement, its own
-// transaction without a BEGIN; when a guarded write finds the lease lost,
-// or Cancel finds nothing to cancel, a second statement reads the job to
-// say why.
+// own, at READ COMMITTED. Every call but Insert, CompleteLate and
+// AcceptLateResult is one statement, its own transaction without a BEGIN;
+// when a guarded write finds the lease lost, or Cancel finds nothing to
+// cancel, a second statement reads the job to say why.
 func (s *Store) Executor() store.Executor { return executor{s: s} }
 
 // Tx returns an Executor bound to the caller's transaction, so that the
@@ -92,8 +116,9 @@ func (s *Store) Executor() store.Executor { return executor{s: s} }
 // job (an insert of the same key; a claim, rescue or guarded write of a job
 // changed since the transaction's snapshot) can fail with a serialization
 // error (SQLSTATE 40001), which the caller retries with its transaction.
-// The lock a claim or a rescue takes on its jobs is held until the
-// caller's transaction ends.
+// The lock a claim, a rescue, an expiry or a late completion takes on its
+// jobs (and an accept on its late result) is held until the caller's
+// transaction ends.
 func (s *Store) Tx(tx pgx.Tx) store.Executor { return executor{s: s, tx: tx} }
 
 type executor struct {
@@ -146,10 +171,27 @@ func (e executor) Insert(ctx context.Context, now time.Time, jobs []store.Insert
 // insert runs the jobs' statements in tx as one pipelined batch: one round
 // trip however many jobs. Each job is one INSERT … ON CONFLICT, followed,
 // when it has a key, by the read of the job it may have conflicted with.
+// The batch ends with one statement that announces the queues of the jobs
+// made available, each once (see Store.Listen).
 func (s *Store) insert(ctx context.Context, tx pgx.Tx, now time.Time, ps []store.InsertParams) ([]store.InsertResult, error) {
 	at := now.Format(time.RFC3339Nano) // as encoding/json writes a time
 	b := &pgx.Batch{}
+	var (
+		queues []string // of the jobs without a key made available, each once
+		keys   []string
+		seen   map[string]bool
+	)
 	for _, p := range ps {
+		switch {
+		case p.IdempotencyKey != "":
+			keys = append(keys, p.IdempotencyKey)
+		case p.InitialState(now) == weirtype.StateAvailable && !seen[p.Queue]:
+			if seen == nil {
+				seen = make(map[string]bool)
+			}
+			seen[p.Queue] = true
+			queues = append(queues, p.Queue)
+		}
 		scheduledAt := p.ScheduledAt
 		if scheduledAt.IsZero() {
 			scheduledAt = now
@@ -166,6 +208,10 @@ func (s *Store) insert(ctx context.Context, tx pgx.Tx, now time.Time, ps []store
 		if p.IdempotencyKey != "" {
 			b.Queue(s.sql.byKey, p.IdempotencyKey)
 		}
+	}
+	wake := len(queues) > 0 || len(keys) > 0
+	if wake {
+		b.Queue(s.sql.wake, queues, keys)
 	}
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
@@ -202,6 +248,11 @@ func (s *Store) insert(ctx context.Context, tx pgx.Tx, now time.Time, ps []store
 			return nil, insertError(i, err)
 		}
 		res[i] = store.InsertResult{Job: found, Outcome: outcome}
+	}
+	if wake {
+		if _, err := br.Exec(); err != nil {
+			return nil, fmt.Errorf("postgres: insert: notify: %w", err)
+		}
 	}
 	if err := br.Close(); err != nil {
 		return nil, fmt.Errorf("postgres: insert: %w", err)

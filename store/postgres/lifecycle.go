@@ -34,16 +34,26 @@ const deadLetterColumns = `id, job_id, kind, queue, source, idempotency_key, pay
 // dropLease is the SET list that drops a job's lease.
 const dropLease = `lease_owner = '', lease_expires_at = NULL`
 
+// insertLetterSQL is the head of an INSERT of dead letters into schema's
+// weir_dead_letters, to be followed by a SELECT of deadLetterColumns but
+// the id.
+func insertLetterSQL(schema string) string {
+	return `INSERT INTO ` + schema + `.weir_dead_letters (job_id, kind, queue, source, idempotency_key, payload,
+		attempts, last_error, error_type, reason, errors, job_created_at, failed_at)`
+}
+
 // held is the guard of a write by the worker that holds the job's lease:
 // $1 is the job's id, $2 the worker, $3 the attempt. A lease of an earlier
 // attempt, even the same worker's, does not match.
 const held = `id = $1 AND state = 'running' AND lease_owner = $2 AND attempt = $3::bigint`
 
-func newLifecycleQueries(schema string) lifecycleQueries {
+// newLifecycleQueries returns the statements on the tables of schema; those
+// that make jobs available announce their queues on channel (see
+// Store.Listen).
+func newLifecycleQueries(schema, channel string) lifecycleQueries {
 	jobs := schema + `.weir_jobs`
 	letters := schema + `.weir_dead_letters`
-	insertLetter := `INSERT INTO ` + letters + ` (job_id, kind, queue, source, idempotency_key, payload,
-		attempts, last_error, error_type, reason, errors, job_created_at, failed_at)`
+	insertLetter := insertLetterSQL(schema)
 	return lifecycleQueries{
 		// The subquery reads weir_jobs_claim in the claim's order (queue
 		// is fixed, then priority DESC, scheduled_at, id), stops at the
@@ -81,14 +91,18 @@ RETURNING ` + jobColumns,
 FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS l(id, owner, attempt)
 WHERE j.id = l.id AND j.state = 'running' AND j.lease_owner = l.owner AND j.attempt = l.attempt
 RETURNING j.id`,
-		failRetry: `UPDATE ` + jobs + ` SET
-	state = $7,
-	scheduled_at = $6::timestamptz,
-	updated_at = $4::timestamptz,
-	` + dropLease + `,
-	errors = errors || jsonb_build_array($5::jsonb)
-WHERE ` + held + `
-RETURNING ` + jobColumns,
+		// A retry at once ($7 available) announces the job's queue.
+		failRetry: `WITH job AS (
+	UPDATE ` + jobs + ` SET
+		state = $7,
+		scheduled_at = $6::timestamptz,
+		updated_at = $4::timestamptz,
+		` + dropLease + `,
+		errors = errors || jsonb_build_array($5::jsonb)
+	WHERE ` + held + `
+	RETURNING ` + jobColumns + `
+), ` + wokenCTE(channel, "job") + `
+SELECT ` + jobColumns + ` FROM job WHERE ` + readWoken,
 		// The job and its dead letter, in one statement: the INSERT reads
 		// the row the UPDATE returns, errors with the new one appended.
 		failAbandon: `WITH job AS (
@@ -154,21 +168,24 @@ RETURNING ` + jobColumns,
 		errors, created_at, $3::timestamptz
 	FROM rescued
 	WHERE state = 'dead'
-)
-SELECT id, state = 'dead' FROM rescued ORDER BY id`,
-		release: `UPDATE ` + jobs + ` SET
-	state = 'available',
-	scheduled_at = $1::timestamptz,
-	attempt = CASE WHEN $3::boolean THEN greatest(attempt - 1, 0) ELSE attempt END,
-	updated_at = $1::timestamptz,
-	` + dropLease + `,
-	errors = errors || jsonb_build_array(jsonb_build_object(
-		'attempt', attempt,
-		'at', $4::text,
-		'message', $5::text,
-		'type', '` + weirtype.ErrorTypeReleased + `'))
-WHERE state = 'running' AND lease_owner = $2
-RETURNING id`,
+), ` + wokenCTE(channel, "rescued") + `
+SELECT id, state = 'dead' FROM rescued WHERE ` + readWoken + ` ORDER BY id`,
+		release: `WITH released AS (
+	UPDATE ` + jobs + ` SET
+		state = 'available',
+		scheduled_at = $1::timestamptz,
+		attempt = CASE WHEN $3::boolean THEN greatest(attempt - 1, 0) ELSE attempt END,
+		updated_at = $1::timestamptz,
+		` + dropLease + `,
+		errors = errors || jsonb_build_array(jsonb_build_object(
+			'attempt', attempt,
+			'at', $4::text,
+			'message', $5::text,
+			'type', '` + weirtype.ErrorTypeReleased + `'))
+	WHERE state = 'running' AND lease_owner = $2
+	RETURNING id, queue, state
+), ` + wokenCTE(channel, "released") + `
+SELECT id FROM released WHERE ` + readWoken,
 		getDeadLetter: `SELECT ` + deadLetterColumns + ` FROM ` + letters + ` WHERE id = $1`,
 	}
 }

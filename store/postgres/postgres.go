@@ -52,6 +52,7 @@ type Store struct {
 	logger     *slog.Logger
 	migrations []migration.Migration
 	lockKey    int64
+	channel    string // see notifyChannel
 	sql        queries
 }
 
@@ -138,7 +139,8 @@ func newStore(pool *pgxpool.Pool, schema string, logger *slog.Logger) (*Store, e
 		logger:     logger,
 		migrations: ms,
 		lockKey:    advisoryKey(schema),
-		sql:        newQueries(pgx.Identifier{schema}.Sanitize()),
+		channel:    notifyChannel(schema),
+		sql:        newQueries(pgx.Identifier{schema}.Sanitize(), notifyChannel(schema)),
 	}, nil
 }
 
@@ -171,11 +173,9 @@ func (s *Store) Schema() string { return s.schema }
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Features declares what PostgreSQL supports: many writers at once, and
-// LISTEN/NOTIFY.
+// LISTEN/NOTIFY (see Listen).
 func (s *Store) Features() store.Features {
-	// Notify stays false until the driver listens: PostgreSQL can
-	// LISTEN/NOTIFY, but this driver does not use it yet.
-	return store.Features{Name: "postgres", ConcurrentWriters: true, Notify: false}
+	return store.Features{Name: "postgres", ConcurrentWriters: true, Notify: true}
 }
 
 // Close closes the pool if Open made it; a pool given to New stays open.

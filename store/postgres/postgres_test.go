@@ -503,22 +503,31 @@ func BenchmarkInsert(b *testing.B) {
 	if _, err := s.Migrate(ctx); err != nil {
 		b.Fatal(err)
 	}
-	for _, size := range []int{1, 100} {
-		b.Run(fmt.Sprintf("keyed/batch=%d", size), func(b *testing.B) {
-			b.ReportAllocs()
-			batch := make([]store.InsertParams, size)
-			n := 0
-			for b.Loop() {
-				for i := range batch {
-					n++
-					batch[i] = store.InsertParams{Kind: "k", IdempotencyKey: fmt.Sprintf("bench-%d", n)}
-				}
-				if _, err := s.Executor().Insert(ctx, now, batch); err != nil {
-					b.Fatal(err)
-				}
+	for _, keyed := range []bool{true, false} {
+		for _, size := range []int{1, 100} {
+			name := fmt.Sprintf("unkeyed/batch=%d", size)
+			if keyed {
+				name = fmt.Sprintf("keyed/batch=%d", size)
 			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/job")
-		})
+			b.Run(name, func(b *testing.B) {
+				b.ReportAllocs()
+				batch := make([]store.InsertParams, size)
+				n := 0
+				for b.Loop() {
+					for i := range batch {
+						n++
+						batch[i] = store.InsertParams{Kind: "k"}
+						if keyed {
+							batch[i].IdempotencyKey = fmt.Sprintf("bench-%d", n)
+						}
+					}
+					if _, err := s.Executor().Insert(ctx, now, batch); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/job")
+			})
+		}
 	}
 }
 
