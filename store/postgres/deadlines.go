@@ -26,11 +26,11 @@ type deadlineQueries struct {
 const lateResultColumns = `id, job_id, kind, queue, attempt, owner, deadline_at, received_at, accepted_at`
 
 // notFinal is the condition on a job that is not final. It implies the
-// predicates of the partial indexes weir_jobs_deadline and weir_jobs_stuck.
+// predicate of the partial index weir_jobs_deadline.
 const notFinal = `state IN ('available', 'scheduled', 'running')`
 
 // stuckSince is when a job's latest attempt started or, never attempted,
-// when it was made: weir_jobs_stuck's key.
+// when it was made.
 const stuckSince = `coalesce(attempted_at, created_at)`
 
 func newDeadlineQueries(schema string) deadlineQueries {
@@ -77,9 +77,15 @@ RETURNING ` + lateResultColumns,
 UPDATE ` + late + ` SET accepted_at = $2::timestamptz
 WHERE id = $1 AND EXISTS (SELECT 1 FROM job)
 RETURNING ` + lateResultColumns,
-		// Reads weir_jobs_stuck in its order.
-		listStuck: `SELECT ` + jobColumns + ` FROM ` + jobs + `
-WHERE ` + notFinal + ` AND ` + stuckSince + ` < $1::timestamptz
+		// Reads the waiting jobs through weir_jobs_claim and the running
+		// ones through weir_jobs_lease (partial indexes whose predicates
+		// the two branches repeat), never the final jobs; the sort is of
+		// the jobs not final only.
+		listStuck: `SELECT ` + jobColumns + ` FROM (
+	SELECT * FROM ` + jobs + ` WHERE state IN ('available', 'scheduled') AND ` + stuckSince + ` < $1::timestamptz
+	UNION ALL
+	SELECT * FROM ` + jobs + ` WHERE state = 'running' AND ` + stuckSince + ` < $1::timestamptz
+) AS j
 ORDER BY ` + stuckSince + `, id
 LIMIT $2`,
 		countJobs: `SELECT queue, kind, state, count(*),
@@ -350,7 +356,8 @@ func (e executor) lateConflict(ctx context.Context, q querier, op string, lr *we
 
 // ListStuck returns up to limit jobs not final whose latest attempt, or
 // creation, was before before, oldest first, then by id; see
-// store.Executor. It reads weir_jobs_stuck, which holds no final job.
+// store.Executor. It reads the partial indexes of waiting and running jobs,
+// never a final job.
 func (e executor) ListStuck(ctx context.Context, before time.Time, limit int) ([]*weirtype.Job, error) {
 	const op = "list stuck jobs"
 	if limit < 1 {

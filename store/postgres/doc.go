@@ -77,7 +77,8 @@
 // deletes its dead letters only if the job is still dead past its deadline
 // at the result's attempt and owner (store.ErrConflict otherwise, after a
 // requeue or a purge). A purge keeps late results, as a record. ListStuck
-// reads the partial index weir_jobs_stuck, which holds no final job.
+// reads the partial indexes of waiting jobs (weir_jobs_claim) and running
+// ones (weir_jobs_lease), never a final job.
 //
 // # LISTEN/NOTIFY
 //

@@ -37,10 +37,3 @@ CREATE INDEX weir_late_results_pending ON weir_late_results (id)
 -- that can still miss its deadline.
 CREATE INDEX weir_jobs_deadline ON weir_jobs (deadline_at, id)
     WHERE deadline_at IS NOT NULL AND state IN ('available', 'scheduled', 'running');
-
--- Stuck jobs: the jobs not final by when their latest attempt started, or,
--- never attempted, by when they were made, the order ListStuck returns them
--- in. Partial on the states not final, so that ListStuck reads none of the
--- finished jobs a table keeps. (CountJobs counts every job, and scans.)
-CREATE INDEX weir_jobs_stuck ON weir_jobs ((coalesce(attempted_at, created_at)), id)
-    WHERE state IN ('available', 'scheduled', 'running');
