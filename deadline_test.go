@@ -237,3 +237,22 @@ func TestStuckSweepRespectsBackoffAndMaxAttempts(t *testing.T) {
 		}
 	})
 }
+
+// A job requeued from the dead-letter store gets its TTL anew: its first
+// failure after the requeue is retried, not abandoned for a TTL that ran
+// from the job's creation.
+func TestRequeuedJobGetsItsTTLAnew(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, weir.WorkFunc(func(context.Context, *weir.Job[task]) error { return errors.New("index unavailable") }),
+		weir.KindConfig{MaxAttempts: 2, TTL: 30 * time.Minute, Backoff: backoff.Constant(time.Minute).WithJitter(backoff.JitterNone)}, nil).start()
+	j := e.insert(task{}, nil)
+	e.advanceState(j.ID, 10*time.Second, weirtype.StateDead, 2)
+	e.fc.Advance(2 * time.Hour)
+	if _, err := e.s.Executor().RequeueDeadLetters(context.Background(), e.fc.Now(), store.DeadLetterFilter{Kind: "task"}); err != nil {
+		t.Fatal(err)
+	}
+	got := e.advanceState(j.ID, time.Second, weirtype.StateScheduled, 1)
+	if last := got.Errors[len(got.Errors)-1]; last.Message != "index unavailable" || last.Attempt != 1 {
+		t.Fatalf("job after the requeue %+v, want its first attempt's failure scheduled for a retry", *got)
+	}
+}

@@ -77,9 +77,10 @@ type KindConfig struct {
 	// backoff.Exponential(5*time.Minute, 2, time.Hour). A handler's
 	// retry.After hint raises the wait, up to the backoff's Cap.
 	Backoff backoff.Backoff
-	// TTL is how long a job may keep trying, from its CreatedAt: a retry
-	// that would start after CreatedAt+TTL is not scheduled, and the job
-	// is abandoned with reason ttl_exceeded instead. 0 means no TTL.
+	// TTL is how long a job may keep trying, from its CreatedAt (or from
+	// its latest requeue out of the dead-letter store): a retry that would
+	// start after that plus TTL is not scheduled, and the job is abandoned
+	// with reason ttl_exceeded instead. 0 means no TTL.
 	TTL time.Duration
 	// Timeout bounds each attempt: the handler's context ends then, with
 	// a *TimeoutError as its cause, and the attempt counts as failed.

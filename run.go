@@ -269,7 +269,7 @@ func (c *Client) finish(ctx context.Context, log *slog.Logger, reg *registration
 		delay = retryDelay(reg, j, err)
 		p.RetryAt = now.Add(delay)
 		switch ttl := reg.cfg.TTL; {
-		case ttl > 0 && p.RetryAt.After(j.CreatedAt.Add(ttl)):
+		case ttl > 0 && p.RetryAt.After(ttlStart(j).Add(ttl)):
 			p.Abandon, p.RetryAt = weirtype.AbandonTTL, time.Time{}
 		case pastDeadline(j, p.RetryAt):
 			p.Abandon, p.RetryAt = weirtype.AbandonDeadline, time.Time{}
@@ -295,10 +295,21 @@ func (c *Client) finish(ctx context.Context, log *slog.Logger, reg *registration
 	if j.Attempt+1 == j.MaxAttempts {
 		log.Warn("the next attempt is the job's last", "max_attempts", j.MaxAttempts)
 	}
-	if ttl := reg.cfg.TTL; ttl > 0 && p.RetryAt.Sub(j.CreatedAt) > ttl*4/5 {
-		log.Warn("the job's retry comes close to its TTL", "ttl", ttl, "expires_at", j.CreatedAt.Add(ttl))
+	if ttl := reg.cfg.TTL; ttl > 0 && p.RetryAt.Sub(ttlStart(j)) > ttl*4/5 {
+		log.Warn("the job's retry comes close to its TTL", "ttl", ttl, "expires_at", ttlStart(j).Add(ttl))
 	}
 	return false
+}
+
+// ttlStart is when j's TTL started: when the job was made or, if an
+// operator requeued it from the dead-letter store, at the latest requeue.
+func ttlStart(j *weirtype.Job) time.Time {
+	for i := len(j.Errors) - 1; i >= 0; i-- {
+		if j.Errors[i].Type == weirtype.ErrorTypeRequeued {
+			return j.Errors[i].At
+		}
+	}
+	return j.CreatedAt
 }
 
 // completeLate records the success of an attempt that finished after its

@@ -18,9 +18,8 @@ type SweepResult struct {
 	// Requeued are the stuck running jobs taken back and made available
 	// again, the stuck attempt counted, with an error of type stuck.
 	Requeued map[string]int
-	// SkippedBackoff are the stuck jobs left alone because their backoff
-	// has not passed: a running job whose attempt started less than its
-	// kind's backoff for that attempt ago, or a retry scheduled for later.
+	// SkippedBackoff are the stuck running jobs left alone because their
+	// attempt started less than their kind's backoff for that attempt ago.
 	SkippedBackoff map[string]int
 	// MaxRetriesExceeded are the stuck running jobs on their last attempt,
 	// abandoned to the dead-letter store (reason max_attempts_exceeded:
@@ -50,9 +49,10 @@ func (c *Client) stuckAfter(kind string) time.Duration {
 }
 
 // SweepStuck runs the stuck sweep once (a started client runs it every
-// Config.SweepEvery). It looks at the jobs that are not final and whose
-// latest attempt started (or, never attempted, that were created) longer
-// ago than Config.StuckAfter, or their kind's KindConfig.StuckAfter:
+// Config.SweepEvery). It looks at the jobs that are not final and have
+// waited longer than Config.StuckAfter, or their kind's
+// KindConfig.StuckAfter: running jobs since their attempt started, others
+// since they were due:
 //
 //   - a running job whose handler has not finished (it hangs, or ignores
 //     its context, while heartbeats keep its lease) is taken back once its
@@ -61,7 +61,6 @@ func (c *Client) stuckAfter(kind string) time.Duration {
 //     otherwise it is made available again, the attempt counted; the
 //     handler, if its process lives, has its context cancelled at the next
 //     heartbeat;
-//   - a retry scheduled for later is skipped: its backoff has not passed;
 //   - a job due that no worker has taken is counted and logged, and left
 //     queued.
 //
@@ -91,9 +90,9 @@ func (c *Client) sweepStuck(ctx context.Context, now time.Time) (SweepResult, er
 	}
 	var errs []error
 	for _, j := range jobs {
-		since := j.AttemptedAt
-		if since.IsZero() {
-			since = j.CreatedAt
+		since := j.ScheduledAt // a waiting job waits since it was due
+		if j.State == weirtype.StateRunning {
+			since = j.AttemptedAt
 		}
 		stuckFor := now.Sub(since)
 		if stuckFor <= c.stuckAfter(j.Kind) {
@@ -101,8 +100,6 @@ func (c *Client) sweepStuck(ctx context.Context, now time.Time) (SweepResult, er
 		}
 		log := c.log.With("job_id", j.ID, "kind", j.Kind, "attempt", j.Attempt, "state", string(j.State), "stuck_for", stuckFor)
 		switch {
-		case j.State == weirtype.StateScheduled && j.ScheduledAt.After(now):
-			res.SkippedBackoff[j.Kind]++
 		case j.State != weirtype.StateRunning:
 			res.Waiting[j.Kind]++
 			log.Warn("stuck sweep: job due but not taken by any worker; is its queue worked?", "queue", j.Queue)

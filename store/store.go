@@ -139,11 +139,11 @@ type Executor interface {
 	// job was requeued, completed or purged since.
 	AcceptLateResult(ctx context.Context, now time.Time, id int64) (*weirtype.LateResult, error)
 
-	// ListStuck returns up to limit jobs that are not final and whose
-	// latest attempt started before before (or, never attempted, that were
-	// created before it), oldest first: running jobs whose handler has not
-	// finished (heartbeats may still hold the lease), and available or
-	// scheduled jobs that no worker has taken.
+	// ListStuck returns up to limit jobs that are not final and have
+	// waited since before before, oldest first: running jobs whose latest
+	// attempt started before it (their handler has not finished, though
+	// heartbeats may hold the lease), and available or scheduled jobs due
+	// (ScheduledAt) before it that no worker has taken.
 	ListStuck(ctx context.Context, before time.Time, limit int) ([]*weirtype.Job, error)
 	// CountJobs counts the jobs by queue, kind and state, and of each
 	// group those that ListStuck would return for stuckBefore.
@@ -155,8 +155,10 @@ type Executor interface {
 	// first.
 	ListDeadLetters(ctx context.Context, f DeadLetterFilter) ([]*weirtype.DeadLetter, error)
 	// RequeueDeadLetters makes the jobs of the dead letters that match f
-	// available at now with their attempts reset to zero (their error
-	// history kept), deletes those dead letters, and returns the job ids.
+	// available at now with their attempts reset to zero, their deadline
+	// cleared (it passed, or will soon: the operator decides anew) and an
+	// error of type requeued, attempt 0, appended to their error history,
+	// deletes those dead letters, and returns the job ids.
 	RequeueDeadLetters(ctx context.Context, now time.Time, f DeadLetterFilter) ([]int64, error)
 	// PurgeDeadLetters deletes the dead letters that match f, and their
 	// jobs, and returns how many dead letters it deleted.

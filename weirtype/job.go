@@ -158,6 +158,10 @@ const (
 	// ErrorTypeReleased: the worker gave the job back (a shutdown that
 	// ran out of time, or a restarted process taking back its jobs).
 	ErrorTypeReleased = "released"
+	// ErrorTypeRequeued marks where an operator requeued the job from the
+	// dead-letter store (with Attempt 0: no attempt failed); the attempts
+	// after it start again from 1, and its At starts the job's TTL anew.
+	ErrorTypeRequeued = "requeued"
 )
 
 // DeadLetter is an abandoned job with everything an operator needs to

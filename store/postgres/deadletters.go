@@ -136,6 +136,13 @@ func (e executor) RequeueDeadLetters(ctx context.Context, now time.Time, f store
 	if err != nil {
 		return nil, err
 	}
+	entry, err := json.Marshal(weirtype.AttemptError{At: now.UTC(), Type: weirtype.ErrorTypeRequeued,
+		Message: "requeued from the dead-letter store; attempts start again from 1"})
+	if err != nil {
+		return nil, dbError(op, err)
+	}
+	args = append(args, string(entry))
+	entryArg := "$" + strconv.Itoa(len(args))
 	s := e.s.sql.schema
 	sql := `WITH letters AS (
 	SELECT id, job_id FROM ` + s + `.weir_dead_letters` + where + `
@@ -146,7 +153,9 @@ func (e executor) RequeueDeadLetters(ctx context.Context, now time.Time, f store
 		scheduled_at = $1::timestamptz,
 		attempt = 0,
 		finalized_at = NULL,
+		deadline_at = NULL,
 		updated_at = $1::timestamptz,
+		errors = j.errors || jsonb_build_array(` + entryArg + `::jsonb),
 		` + dropLease + `
 	FROM letters
 	WHERE j.id = letters.job_id AND j.state = 'dead'

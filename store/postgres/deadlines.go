@@ -29,9 +29,9 @@ const lateResultColumns = `id, job_id, kind, queue, attempt, owner, deadline_at,
 // predicate of the partial index weir_jobs_deadline.
 const notFinal = `state IN ('available', 'scheduled', 'running')`
 
-// stuckSince is when a job's latest attempt started or, never attempted,
-// when it was made.
-const stuckSince = `coalesce(attempted_at, created_at)`
+// stuckSince is since when a job not final has waited: a running job since
+// its attempt started, a waiting one since it was due.
+const stuckSince = `CASE WHEN state = 'running' THEN attempted_at ELSE scheduled_at END`
 
 func newDeadlineQueries(schema string) deadlineQueries {
 	jobs := schema + `.weir_jobs`

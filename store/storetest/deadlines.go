@@ -19,6 +19,7 @@ func deadlineCases() []suiteCase {
 		{"AcceptLateResult", testAcceptLateResult},
 		{"AcceptLateResultOfARequeuedJob", testAcceptLateResultConflict},
 		{"ListStuck", testListStuck},
+		{"RequeueClearsTheDeadlineAndRecordsItself", testRequeueAfterDeadline},
 		{"CountJobs", testCountJobs},
 	}
 }
@@ -267,14 +268,25 @@ func testListStuck(t *testing.T, h Harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []int64{neverTaken.ID, hung.ID, waitingRetry.ID}; !slices.Equal(ids(got), want) {
+	// A waiting job counts from when it was due (its ScheduledAt), a
+	// running one from when its attempt started.
+	if want := []int64{waitingRetry.ID, neverTaken.ID, hung.ID}; !slices.Equal(ids(got), want) {
 		t.Fatalf("stuck %v, want %v, oldest first", ids(got), want)
 	}
-	if got[1].State != weirtype.StateRunning || got[1].Attempt != 1 {
-		t.Fatalf("stuck job %+v", *got[1])
+	if got[2].State != weirtype.StateRunning || got[2].Attempt != 1 {
+		t.Fatalf("stuck job %+v", *got[2])
 	}
-	if two, err := ex.ListStuck(ctx, before, 2); err != nil || !slices.Equal(ids(two), []int64{neverTaken.ID, hung.ID}) {
+	if two, err := ex.ListStuck(ctx, before, 2); err != nil || !slices.Equal(ids(two), []int64{waitingRetry.ID, neverTaken.ID}) {
 		t.Fatalf("stuck with limit 2: %v, %v", ids(two), err)
+	}
+	// A job scheduled for later is not stuck, however long ago it was made.
+	later := insertOne(t, ex, old, store.InsertParams{Kind: "k", Queue: "s3", ScheduledAt: now.Add(time.Hour)}).Job
+	all, err := ex.ListStuck(ctx, before, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(ids(all), later.ID) {
+		t.Fatalf("a job scheduled for later is listed as stuck: %v", ids(all))
 	}
 }
 
@@ -318,5 +330,29 @@ func testCountJobs(t *testing.T, h Harness) {
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("counts %+v, want %+v", got, want)
+	}
+}
+
+func testRequeueAfterDeadline(t *testing.T, h Harness) {
+	s := migrated(t, h)
+	ex := s.Executor()
+	ctx := context.Background()
+	j := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "rq", DeadlineAt: now.Add(time.Minute)}, "w1")
+	if _, err := ex.ExpireDeadlines(ctx, now.Add(2*time.Minute), 10); err != nil {
+		t.Fatal(err)
+	}
+	at := now.Add(time.Hour)
+	got, err := ex.RequeueDeadLetters(ctx, at, store.DeadLetterFilter{Kind: "k"})
+	if err != nil || !slices.Equal(got, []int64{j.ID}) {
+		t.Fatalf("requeue: %v, %v", got, err)
+	}
+	r := getJob(t, ex, j.ID)
+	last := r.Errors[len(r.Errors)-1]
+	if r.State != weirtype.StateAvailable || r.Attempt != 0 || !r.DeadlineAt.IsZero() || r.LeaseOwner != "" ||
+		last.Type != weirtype.ErrorTypeRequeued || last.Attempt != 0 || !last.At.Equal(at) || last.Message == "" {
+		t.Fatalf("requeued job %+v, want available, no deadline, a requeued entry last", *r)
+	}
+	if expired, err := ex.ExpireDeadlines(ctx, at.Add(time.Hour), 10); err != nil || len(expired) != 0 {
+		t.Fatalf("a requeued job expired again: %v, %v", expired, err)
 	}
 }

@@ -561,7 +561,9 @@ func testDeadLetterOps(t *testing.T, h Harness) {
 	}
 	for _, id := range requeued {
 		j := getJob(t, ex, id)
-		if j.State != weirtype.StateAvailable || j.Attempt != 0 || len(j.Errors) != 1 || !j.ScheduledAt.Equal(now.Add(4*time.Hour)) || !j.FinalizedAt.IsZero() {
+		// The history is kept, with the requeue recorded after it.
+		if j.State != weirtype.StateAvailable || j.Attempt != 0 || len(j.Errors) != 2 || j.Errors[1].Type != weirtype.ErrorTypeRequeued ||
+			!j.ScheduledAt.Equal(now.Add(4*time.Hour)) || !j.FinalizedAt.IsZero() {
 			t.Fatalf("requeued job %+v", *j)
 		}
 	}
