@@ -88,7 +88,10 @@ func TestSuccessAfterTheDeadlineIsALateResult(t *testing.T) {
 	j := e.insert(task{}, nil)
 	waitFor(t, func() bool { return b.hasStarted(1) })
 	advanceUntil(t, e.fc, 10*time.Second, func() bool { return b.cause(1) != nil })
-	e.fc.Advance(time.Minute) // the success comes a minute after the deadline
+	// The success comes a minute after the deadline, heartbeats going on
+	// meanwhile.
+	from := e.fc.Now()
+	advanceUntil(t, e.fc, 10*time.Second, func() bool { return e.fc.Now().Sub(from) >= time.Minute })
 	b.release <- nil
 
 	var lrs []*weirtype.LateResult

@@ -506,8 +506,11 @@ func (c *Client) heartbeat(now time.Time) {
 func (c *Client) rescueLoop() {
 	defer c.loopsWG.Done()
 	for {
-		c.rescue()
+		// Deadlines first: a job past its deadline whose lease also
+		// expired is abandoned with its owner kept, so that a success its
+		// slow worker still sends is kept as a late result.
 		c.expireDeadlines()
+		c.rescue()
 		t := c.clock.NewTimer(c.cfg.RescueEvery)
 		select {
 		case <-c.loopsStop:

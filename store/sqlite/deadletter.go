@@ -64,7 +64,8 @@ func (e executor) ListDeadLetters(ctx context.Context, f store.DeadLetterFilter)
 }
 
 // RequeueDeadLetters makes the dead jobs of the dead letters that match f
-// available at now, attempts reset to zero and errors kept, and deletes
+// available at now, attempts reset to zero, deadline cleared and errors
+// kept, with an error of type requeued (attempt 0) appended, and deletes
 // those dead letters, in one transaction. It returns the jobs' ids in
 // ascending order. A dead letter whose job is gone
 // (or, against the store's own invariant, not dead) stays: there is nothing
@@ -77,9 +78,14 @@ func (e executor) RequeueDeadLetters(ctx context.Context, now time.Time, f store
 	if err != nil {
 		return nil, fmt.Errorf("requeue dead letters: %w", err)
 	}
+	entry, err := json.Marshal(weirtype.AttemptError{At: storedTime(now), Type: weirtype.ErrorTypeRequeued,
+		Message: "requeued from the dead-letter store; attempts start again from 1"})
+	if err != nil {
+		return nil, fmt.Errorf("requeue dead letters: %w", err)
+	}
 	var ids []int64
 	err = e.write(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, requeueJobs(where), append([]any{encodeTime(now), encodeTime(now)}, args...)...)
+		rows, err := tx.QueryContext(ctx, requeueJobs(where), append([]any{encodeTime(now), encodeTime(now), string(entry)}, args...)...)
 		if err != nil {
 			return err
 		}
@@ -124,12 +130,17 @@ func (e executor) PurgeDeadLetters(ctx context.Context, f store.DeadLetterFilter
 
 // requeueJobs and purgeJobs act on the dead jobs of the dead letters that
 // match where. NOT INDEXED keeps the planner, which has no statistics, from
-// reading every dead job through the index on state instead of looking up
-// the jobs of the dead letters selected (the rowid still serves).
+// ever walking an index of jobs instead of looking up the jobs of the dead
+// letters selected (the rowid still serves).
+// requeueJobs takes the requeue time twice, then the entry appended to the
+// job's errors (JSON), then the arguments of where. The deadline is
+// cleared (it passed, or will soon: the operator decides anew), and so is
+// the lease owner, which a job abandoned past its deadline keeps.
 func requeueJobs(where string) string {
 	return `UPDATE weir_jobs NOT INDEXED SET
 		state = 'available', scheduled_at = ?, updated_at = ?, attempt = 0, finalized_at = NULL,
-		lease_owner = '', lease_expires_at = NULL
+		deadline_at = NULL, lease_owner = '', lease_expires_at = NULL,
+		errors = json_insert(errors, '$[#]', json(?))
 		WHERE id IN (SELECT job_id FROM weir_dead_letters` + where + `) AND state = 'dead'
 		RETURNING id`
 }

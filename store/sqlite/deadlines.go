@@ -48,13 +48,13 @@ const expireJobs = `UPDATE weir_jobs SET
 
 // expireDeadlines abandons at ?1, as expireJobs says, up to ?3 jobs that
 // are not final and whose deadline is before ?1, earliest deadline first.
-// The selection names its index: without statistics the planner might
-// walk the index on state instead and sort every waiting job.
+// The selection names its index, so that the planner, which has no
+// statistics, never takes another and sorts every waiting job.
 const expireDeadlines = expireJobs + `
 	WHERE id IN (
 		SELECT id FROM weir_jobs INDEXED BY weir_jobs_deadline
 		WHERE deadline_at < ?1 AND state IN ('available', 'scheduled', 'running')
-		ORDER BY deadline_at, id LIMIT ?3)
+		ORDER BY deadline_at, id LIMIT ` + limit3 + `)
 	RETURNING id, deadline_at`
 
 // expireHeld abandons at ?1, as expireJobs says, the running job ?3: one
@@ -346,22 +346,28 @@ func scanLateResult(row scanner) (*weirtype.LateResult, error) {
 	return &lr, nil
 }
 
-// waitingSince is when a job not final last started waiting on a worker:
-// when its latest attempt started, or, never attempted, when it was made.
-// It is the expression of the index weir_jobs_waiting_since, which the
-// queries below must repeat exactly to use it.
-const waitingSince = `coalesce(attempted_at, created_at)`
+// stuckSince is since when a job not final has waited: a running job since
+// its attempt started, a waiting one since it was due.
+const stuckSince = `CASE WHEN state = 'running' THEN attempted_at ELSE scheduled_at END`
 
 // listStuck reads up to ?2 jobs not final that have waited since before
-// ?1, oldest first, through weir_jobs_waiting_since: it reads no final
-// job and sorts nothing.
-const listStuck = `SELECT ` + jobColumns + ` FROM weir_jobs INDEXED BY weir_jobs_waiting_since
-	WHERE state IN ('available', 'scheduled', 'running') AND ` + waitingSince + ` < ?1
-	ORDER BY ` + waitingSince + `, id LIMIT ?2`
+// ?1, oldest first. Each arm reads the jobs of one state through that
+// state's partial index (weir_jobs_available, weir_jobs_scheduled,
+// weir_jobs_lease_expiry), so it reads no final job; the waiting jobs it
+// reads are sorted. An index on stuckSince would serve this operator's
+// query without the sort, but every claim and every completion would pay
+// for it.
+const listStuck = `SELECT ` + jobColumns + ` FROM (
+	SELECT ` + jobColumns + ` FROM weir_jobs WHERE state = 'available' AND scheduled_at < ?1
+	UNION ALL
+	SELECT ` + jobColumns + ` FROM weir_jobs WHERE state = 'scheduled' AND scheduled_at < ?1
+	UNION ALL
+	SELECT ` + jobColumns + ` FROM weir_jobs WHERE state = 'running' AND attempted_at < ?1)
+	ORDER BY ` + stuckSince + `, id LIMIT ?2`
 
-// ListStuck returns up to limit jobs not final whose latest attempt
-// started, or which, never attempted, were made, before before; oldest
-// first, then by id.
+// ListStuck returns up to limit jobs not final that have waited since
+// before before: running jobs whose attempt started, and available or
+// scheduled jobs due, before it; oldest first, then by id.
 func (e executor) ListStuck(ctx context.Context, before time.Time, limit int) ([]*weirtype.Job, error) {
 	if err := checkBefore(before); err != nil {
 		return nil, fmt.Errorf("list stuck jobs: %w", err)
@@ -384,7 +390,7 @@ func (e executor) ListStuck(ctx context.Context, before time.Time, limit int) ([
 // those ListStuck would return for ?1. It reads every job: it is an
 // operator's query, run now and then, not the engine's.
 const countJobs = `SELECT queue, kind, state, count(*),
-	count(*) FILTER (WHERE state IN ('available', 'scheduled', 'running') AND ` + waitingSince + ` < ?1)
+	count(*) FILTER (WHERE state IN ('available', 'scheduled', 'running') AND ` + stuckSince + ` < ?1)
 	FROM weir_jobs GROUP BY queue, kind, state ORDER BY queue, kind, state`
 
 // CountJobs counts the jobs by queue, kind and state, in that order, and

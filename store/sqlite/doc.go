@@ -97,14 +97,46 @@
 // otherwise (requeued, completed, purged) it is a store.ErrConflict. Late
 // results are audit records: purging a job keeps them.
 //
-// ListStuck reads the jobs not final by coalesce(attempted_at,
-// created_at) through a partial index on that expression, so it never
-// reads completed jobs; CountJobs groups every job by queue, kind and
-// state, an operator's query that reads the whole table.
+// ListStuck reads the jobs not final through the partial indexes of their
+// states (see Indexes) and sorts them by how long they have waited (a
+// running job since its attempt started, a waiting one since it was due),
+// so it never reads a final job; CountJobs groups every job by queue, kind
+// and state, an operator's query that reads the whole table.
+//
+// # Indexes
+//
+// A job's row changes state twice in the common case, available to
+// running at its claim and running to completed at its completion, and
+// every index whose key or WHERE clause involves the state is written at
+// both. So the indexes of weir_jobs are partial and hold only the jobs the
+// engine looks for by state, never the final ones (completed, cancelled,
+// dead), which are most of the table:
+//
+//   - weir_jobs_available and weir_jobs_scheduled, (queue, priority DESC,
+//     scheduled_at, id) of the jobs in that state: the claim walks them
+//     in claim order;
+//   - weir_jobs_lease_expiry, the running jobs by lease expiry: the rescue
+//     takes the oldest expired leases, ReleaseOwned walks them all;
+//   - weir_jobs_deadline, the jobs not final that have a deadline, by
+//     deadline: the deadline sweep;
+//   - weir_jobs_idempotency_key, unique, every job with a key, final or
+//     not: the key absorbs duplicates for as long as the job exists.
+//
+// A claim thus writes two index entries per job (out of available, into
+// running) and a completion one, besides the row. Heartbeats, completions
+// and the other writes to a held job look it up by id. SQLite uses a
+// partial index only for a query whose WHERE clause implies the index's,
+// so each query names the state it reads (state = 'available'), and the
+// read of a job by key repeats the index's condition that the key is not
+// empty. A query of final jobs by state, such as counting the completed
+// ones, reads the table.
 //
 // A call through [Store.Tx] runs inside a savepoint of the caller's
 // transaction: when it fails, its own writes are undone and the caller's
 // kept, so a caller that commits anyway never commits half a call. The
 // hot statements are prepared once, on the write connection, after the
-// schema exists; the driver would parse them on every call otherwise.
+// schema exists; the driver would parse them on every call otherwise. Their
+// limits are cast (LIMIT CAST(?3 AS INTEGER)): SQLite compiles a bare
+// parameter in a LIMIT into the statement, and compiles the statement
+// again whenever that parameter changes, as a claim's limit does.
 package sqlite

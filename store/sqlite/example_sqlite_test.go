@@ -118,9 +118,10 @@ func Example_deadLetters() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("requeued:", job.State, "attempt", job.Attempt, "errors kept", len(job.Errors))
+	last := job.Errors[len(job.Errors)-1]
+	fmt.Println("requeued:", job.State, "attempt", job.Attempt, "errors", len(job.Errors), "last", last.Type)
 	// Output:
 	// claimed: extract attempt 1 held by worker-1
 	// dead letter: incoming/P001/session.txt non_retryable not UTF-8
-	// requeued: available attempt 0 errors kept 1
+	// requeued: available attempt 0 errors 2 last requeued
 }

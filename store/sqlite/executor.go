@@ -35,6 +35,12 @@ const insertJob = `INSERT INTO weir_jobs
 	ON CONFLICT (idempotency_key) WHERE idempotency_key <> '' DO NOTHING
 	RETURNING ` + jobColumns
 
+// jobByKey reads the job with the idempotency key ?1, which is not empty.
+// The condition on the empty key repeats the unique index's own: SQLite
+// uses a partial index only for a query that implies its WHERE clause, and
+// without it would read every job.
+const jobByKey = `SELECT ` + jobColumns + ` FROM weir_jobs WHERE idempotency_key = ?1 AND idempotency_key <> ''`
+
 // Insert inserts jobs at time now, all or none, in one write transaction
 // (the caller's, for an Executor from Tx).
 func (e executor) Insert(ctx context.Context, now time.Time, jobs []store.InsertParams) ([]store.InsertResult, error) {
@@ -163,8 +169,7 @@ func (e executor) insertOne(ctx context.Context, tx *sql.Tx, now time.Time, p st
 	}
 
 	// A job with the key exists.
-	job, err = scanJob(tx.QueryRowContext(ctx,
-		"SELECT "+jobColumns+" FROM weir_jobs WHERE idempotency_key = ?", p.IdempotencyKey))
+	job, err = scanJob(tx.QueryRowContext(ctx, jobByKey, p.IdempotencyKey))
 	if err != nil {
 		return store.InsertResult{}, fmt.Errorf("read the job with its idempotency key: %w", err)
 	}

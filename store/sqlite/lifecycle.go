@@ -29,12 +29,13 @@ import (
 // store.ErrLeaseLost.
 
 // claimJobs takes up to ?5 jobs of queue ?4 at time ?1 for owner ?2 until
-// ?3. Each arm of the UNION walks the claim index (state, queue, priority
-// DESC, scheduled_at, id) in order and stops at the limit, so a claim reads
-// at most twice the limit of index entries (plus scheduled jobs not yet due
+// ?3. Each arm of the UNION walks the partial index of its state
+// (weir_jobs_available, weir_jobs_scheduled: queue, priority DESC,
+// scheduled_at, id) in order and stops at the limit, so a claim reads at
+// most twice the limit of index entries (plus scheduled jobs not yet due
 // that outrank due ones) however long the queue is; one query with
 // "state = 'available' OR state = 'scheduled'" would sort every waiting job
-// of the queue instead.
+// of the queue instead. The limit is limit5, not a bare ?5: see there.
 const claimJobs = `UPDATE weir_jobs SET
 	state = 'running', attempt = attempt + 1, attempted_at = ?1, updated_at = ?1, lease_owner = ?2, lease_expires_at = ?3
 	WHERE id IN (
@@ -42,14 +43,27 @@ const claimJobs = `UPDATE weir_jobs SET
 			SELECT id, priority, scheduled_at FROM (
 				SELECT id, priority, scheduled_at FROM weir_jobs
 				WHERE state = 'available' AND queue = ?4
-				ORDER BY priority DESC, scheduled_at, id LIMIT ?5)
+				ORDER BY priority DESC, scheduled_at, id LIMIT ` + limit5 + `)
 			UNION ALL
 			SELECT id, priority, scheduled_at FROM (
 				SELECT id, priority, scheduled_at FROM weir_jobs
 				WHERE state = 'scheduled' AND queue = ?4 AND scheduled_at <= ?1
-				ORDER BY priority DESC, scheduled_at, id LIMIT ?5))
-		ORDER BY priority DESC, scheduled_at, id LIMIT ?5)
+				ORDER BY priority DESC, scheduled_at, id LIMIT ` + limit5 + `))
+		ORDER BY priority DESC, scheduled_at, id LIMIT ` + limit5 + `)
 	RETURNING ` + jobColumns
+
+// limit3 and limit5 are the LIMIT clauses of the prepared statements whose
+// limit is parameter ?3 or ?5. SQLite compiles a LIMIT that is a bare
+// parameter bound to an integer into the statement as a constant, and
+// marks the statement to be compiled again whenever the parameter is
+// bound to another value; a claim's limit (the worker slots free) changes
+// from one claim to the next, so a prepared claim would be parsed and
+// planned on almost every call. A cast is evaluated when the statement
+// runs instead.
+const (
+	limit3 = `CAST(?3 AS INTEGER)`
+	limit5 = `CAST(?5 AS INTEGER)`
+)
 
 // Claim takes up to p.Limit jobs of p.Queue in one UPDATE ... RETURNING and
 // returns them in claim order: higher priority first, then earlier
@@ -170,7 +184,7 @@ func checkLease(l store.Lease) error {
 // attempt] arrays, still held. The join walks the leases and looks each job
 // up by its rowid, so it costs what the worker holds; NOT INDEXED keeps the
 // planner, which has no statistics, from walking every running job
-// through the index on state instead (the rowid still serves). A job
+// through their partial index instead (the rowid still serves). A job
 // appears once in RETURNING however many times its lease was given.
 const heartbeatJobs = `UPDATE weir_jobs NOT INDEXED SET lease_expires_at = ?1
 	FROM (SELECT value ->> 0 AS lease_id, value ->> 1 AS lease_owner, value ->> 2 AS lease_attempt
@@ -468,8 +482,8 @@ func checkReason(r weirtype.AbandonReason) error {
 // at failedAt for reason, from their rows: last_error and error_type are
 // those of the last error in the job's errors, which the caller has just
 // appended. NOT INDEXED keeps the planner, which has no statistics, from
-// reading every dead job through the index on state instead of looking up
-// the few ids (the rowid still serves).
+// ever walking an index of jobs instead of looking up the few ids (the
+// rowid still serves).
 const insertDeadLetter = `INSERT INTO weir_dead_letters
 	(job_id, kind, queue, source, idempotency_key, payload, attempts, last_error, error_type, reason, errors, job_created_at, failed_at)
 	SELECT id, kind, queue, source, idempotency_key, payload, attempt,
@@ -569,9 +583,9 @@ func (e executor) Cancel(ctx context.Context, now time.Time, id int64) (*weirtyp
 // before ?1, oldest lease first: each with attempts left becomes available
 // at ?1, each without dead; both get an error of type ?4 at ?2 (?1 as JSON)
 // for their current attempt. The message is made here, from the job's own
-// lease (to the millisecond). The selection names its index: without
-// statistics the planner would take the index on (state, attempted_at) and
-// sort every running job.
+// lease (to the millisecond). The selection names its index, the running
+// jobs by lease expiry, so that the planner, which has no statistics,
+// never takes another and sorts every running job.
 const rescueExpired = `UPDATE weir_jobs SET
 	state = CASE WHEN attempt < max_attempts THEN 'available' ELSE 'dead' END,
 	scheduled_at = CASE WHEN attempt < max_attempts THEN ?1 ELSE scheduled_at END,
@@ -586,7 +600,7 @@ const rescueExpired = `UPDATE weir_jobs SET
 	WHERE id IN (
 		SELECT id FROM weir_jobs INDEXED BY weir_jobs_lease_expiry
 		WHERE state = 'running' AND lease_expires_at < ?1
-		ORDER BY lease_expires_at, id LIMIT ?3)
+		ORDER BY lease_expires_at, id LIMIT ` + limit3 + `)
 	RETURNING id, state`
 
 // RescueExpired rescues up to limit running jobs whose lease ended before
@@ -641,7 +655,10 @@ func timeJSON(t time.Time) string {
 
 // releaseOwned makes every running job owner ?5 holds available at ?1,
 // its attempt less ?2 (1 to give it back, 0 to count it), with an error at
-// ?3 (?1 as JSON) of message ?4 and type ?6 for its current attempt.
+// ?3 (?1 as JSON) of message ?4 and type ?6 for its current attempt. It
+// walks every running job, through their partial index: releases are rare
+// and the running jobs few, and an index of their owners would cost every
+// claim and every completion a write.
 const releaseOwned = `UPDATE weir_jobs SET
 	state = 'available', scheduled_at = ?1, updated_at = ?1, lease_owner = '', lease_expires_at = NULL,
 	attempt = max(attempt - ?2, 0),
