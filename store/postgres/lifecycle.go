@@ -55,28 +55,14 @@ func newLifecycleQueries(schema, channel string) lifecycleQueries {
 	letters := schema + `.weir_dead_letters`
 	insertLetter := insertLetterSQL(schema)
 	return lifecycleQueries{
-		// The subquery reads weir_jobs_claim in the claim's order (queue
-		// is fixed, then priority DESC, scheduled_at, id), stops at the
-		// limit, and skips the rows another claim has locked; a row
-		// another claim took and committed since this statement's
-		// snapshot is re-checked when it is locked, and dropped. The
-		// state test implies the index's predicate, which lets the
-		// planner use it.
-		claim: `UPDATE ` + jobs + ` SET
-	state = 'running',
-	attempt = attempt + 1,
-	attempted_at = $1::timestamptz,
-	updated_at = $1::timestamptz,
-	lease_owner = $4,
-	lease_expires_at = $5::timestamptz
-WHERE id IN (
-	SELECT id FROM ` + jobs + `
-	WHERE queue = $2
-		AND (state = 'available' OR (state = 'scheduled' AND scheduled_at <= $1::timestamptz))
-	ORDER BY priority DESC, scheduled_at, id
-	LIMIT $3
-	FOR UPDATE SKIP LOCKED)
-RETURNING ` + jobColumns,
+		// weir_claim (migration 0004) is an UPDATE whose subquery reads
+		// weir_jobs_claim in the claim's order (queue is fixed, then
+		// priority DESC, scheduled_at, id), stops at the limit, and skips
+		// the rows another claim has locked; a row another claim took and
+		// committed since this statement's snapshot is re-checked when it
+		// is locked, and dropped. The function turns sorts off, so the
+		// ordered scan is chosen whatever the table's statistics say.
+		claim: `SELECT ` + jobColumns + ` FROM ` + schema + `.weir_claim($1::timestamptz, $2, $3, $4, $5::timestamptz)`,
 		// The leases come as three arrays of one length: job ids, owners
 		// and attempts. A job named twice is updated once.
 		heartbeat: `UPDATE ` + jobs + ` AS j SET lease_expires_at = $5::timestamptz, updated_at = $4::timestamptz
