@@ -96,21 +96,9 @@ func (e executor) ListDeadLetters(ctx context.Context, f store.DeadLetterFilter)
 		sql += ` LIMIT $` + strconv.Itoa(len(args))
 	}
 	var dls []*weirtype.DeadLetter
-	err = e.run(ctx, func(q querier) error {
-		rows, err := q.Query(ctx, sql, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		dls = nil
-		for rows.Next() {
-			dl, err := scanDeadLetter(rows)
-			if err != nil {
-				return err
-			}
-			dls = append(dls, dl)
-		}
-		return rows.Err()
+	err = e.run(ctx, func(q querier) (err error) {
+		dls, err = queryAll(ctx, q, sql, args, scanDeadLetter)
+		return err
 	})
 	if err != nil {
 		return nil, dbError(op, err)
@@ -235,4 +223,23 @@ func scanDeadLetter(row pgx.Row) (*weirtype.DeadLetter, error) {
 		dl.Errors[i].At = dl.Errors[i].At.UTC()
 	}
 	return &dl, nil
+}
+
+// queryAll runs the query sql on q and scans every row it returns with
+// scan.
+func queryAll[T any](ctx context.Context, q querier, sql string, args []any, scan func(pgx.Row) (T, error)) ([]T, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
 }

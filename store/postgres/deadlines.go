@@ -280,21 +280,9 @@ func (e executor) ListLateResults(ctx context.Context, f store.LateResultFilter)
 		sql += ` LIMIT $` + strconv.Itoa(len(args))
 	}
 	var lrs []*weirtype.LateResult
-	err := e.run(ctx, func(q querier) error {
-		rows, err := q.Query(ctx, sql, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		lrs = nil
-		for rows.Next() {
-			lr, err := scanLateResult(rows)
-			if err != nil {
-				return err
-			}
-			lrs = append(lrs, lr)
-		}
-		return rows.Err()
+	err := e.run(ctx, func(q querier) (err error) {
+		lrs, err = queryAll(ctx, q, sql, args, scanLateResult)
+		return err
 	})
 	if err != nil {
 		return nil, dbError(op, err)

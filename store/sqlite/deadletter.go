@@ -44,20 +44,8 @@ func (e executor) ListDeadLetters(ctx context.Context, f store.DeadLetterFilter)
 		q += " LIMIT ?"
 		args = append(args, f.Limit)
 	}
-	rows, err := e.reader().QueryContext(ctx, q, args...)
+	dls, err := queryAll(ctx, e.reader(), q, args, scanDeadLetter)
 	if err != nil {
-		return nil, fmt.Errorf("list dead letters: %w", err)
-	}
-	defer rows.Close()
-	var dls []*weirtype.DeadLetter
-	for rows.Next() {
-		dl, err := scanDeadLetter(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list dead letters: %w", err)
-		}
-		dls = append(dls, dl)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list dead letters: %w", err)
 	}
 	return dls, nil

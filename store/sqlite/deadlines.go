@@ -238,20 +238,8 @@ func (e executor) ListLateResults(ctx context.Context, f store.LateResultFilter)
 		q += " LIMIT ?"
 		args = append(args, f.Limit)
 	}
-	rows, err := e.reader().QueryContext(ctx, q, args...)
+	lrs, err := queryAll(ctx, e.reader(), q, args, scanLateResult)
 	if err != nil {
-		return nil, fmt.Errorf("list late results: %w", err)
-	}
-	defer rows.Close()
-	var lrs []*weirtype.LateResult
-	for rows.Next() {
-		lr, err := scanLateResult(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list late results: %w", err)
-		}
-		lrs = append(lrs, lr)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list late results: %w", err)
 	}
 	return lrs, nil

@@ -243,6 +243,27 @@ func (e executor) GetJob(ctx context.Context, id int64) (*weirtype.Job, error) {
 }
 
 // scanner is what *sql.Row and *sql.Rows share.
+// queryAll runs the query q on db and scans every row it returns with
+// scan.
+func queryAll[T any](ctx context.Context, db interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, q string, args []any, scan func(scanner) (T, error)) ([]T, error) {
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
 type scanner interface {
 	Scan(dest ...any) error
 }
