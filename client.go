@@ -228,6 +228,12 @@ type runningJob struct {
 	// lapsed is set once the lease has passed locally: the attempt was
 	// cancelled and is no longer heartbeated.
 	lapsed bool
+	// superseded is set when the job was claimed again, by this client,
+	// for a later attempt, or taken back by this client's stuck sweep: the
+	// attempt is cancelled and may write nothing. (After a requeue from
+	// the dead-letter store the new attempt's lease can equal this one's,
+	// so the store alone cannot tell them apart.)
+	superseded atomic.Bool
 }
 
 // NewClient checks cfg, fills its defaults and returns a client. It does

@@ -24,8 +24,8 @@ const (
 // completion is a job whose worker succeeded, waiting for its completion
 // to be written.
 type completion struct {
-	lease store.Lease
-	log   *slog.Logger
+	run *runningJob
+	log *slog.Logger
 	// kind, queue, ran (how long the attempt ran) and retried (it was
 	// not the first attempt) feed the metrics and logs; createdAt is the
 	// job's.
@@ -186,7 +186,7 @@ func (c *Client) writeCompletionsBounded(xs []completion) {
 	giveUp := func(err error) {
 		for _, x := range xs {
 			x.log.Error("complete: giving up; the job will be given back", "err", err.Error())
-			c.forget(x.lease.ID, x.lease)
+			c.forget(x.run.lease.ID, x.run)
 		}
 	}
 	for n := 1; ; n++ {
@@ -215,14 +215,22 @@ func (c *Client) writeCompletionsBounded(xs []completion) {
 // store.ErrLeaseLost it forgets none and returns the error: the caller
 // retries.
 func (c *Client) writeCompletions(xs []completion) error {
-	leases := make([]store.Lease, len(xs))
-	for i, x := range xs {
-		leases[i] = x.lease
+	leases := make([]store.Lease, 0, len(xs))
+	for _, x := range xs {
+		// A superseded attempt's lease may equal its successor's (after a
+		// requeue): it must not complete the successor's job.
+		if !x.run.superseded.Load() {
+			leases = append(leases, x.run.lease)
+		}
 	}
 	ctx, cancel := c.storeCtx()
 	defer cancel()
 	now := c.clock.Now()
-	lost, err := c.ex.CompleteMany(ctx, now, leases)
+	var lost []int64
+	var err error
+	if len(leases) > 0 {
+		lost, err = c.ex.CompleteMany(ctx, now, leases)
+	}
 	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
 		for _, x := range xs {
 			x.log.Warn("complete: write failed; will retry", "err", err.Error())
@@ -234,15 +242,20 @@ func (c *Client) writeCompletions(xs []completion) error {
 		isLost[id] = true
 	}
 	for _, x := range xs {
+		l := x.run.lease
 		switch {
+		case x.run.superseded.Load():
+			c.cfg.Metrics.AttemptDone(x.kind, x.queue, metrics.LeaseLost, x.ran)
+			x.log.Warn("attempt superseded by a later one; its success is not recorded")
 		case err != nil:
 			c.logWriteErr(x.log, "complete", err)
-		case isLost[x.lease.ID] && !x.deadlineAt.IsZero() && now.After(x.deadlineAt):
+		case isLost[l.ID] && !x.deadlineAt.IsZero() && now.After(x.deadlineAt):
 			// The deadline abandoned the job while its completion waited.
-			c.completeLate(x.log, &weirtype.Job{ID: x.lease.ID, Kind: x.kind, Queue: x.queue, DeadlineAt: x.deadlineAt}, x.lease, x.ran)
-		case isLost[x.lease.ID]:
+			// One try: the completer must not wait on it.
+			c.completeLate(x.log, &weirtype.Job{ID: l.ID, Kind: x.kind, Queue: x.queue, DeadlineAt: x.deadlineAt}, x.run, x.ran, false)
+		case isLost[l.ID]:
 			c.cfg.Metrics.AttemptDone(x.kind, x.queue, metrics.LeaseLost, x.ran)
-			c.logWriteErr(x.log, "complete", fmt.Errorf("weir: job %d at attempt %d: %w", x.lease.ID, x.lease.Attempt, store.ErrLeaseLost))
+			c.logWriteErr(x.log, "complete", fmt.Errorf("weir: job %d at attempt %d: %w", l.ID, l.Attempt, store.ErrLeaseLost))
 		default:
 			c.cfg.Metrics.AttemptDone(x.kind, x.queue, metrics.Completed, x.ran)
 			if x.retried {
@@ -251,7 +264,7 @@ func (c *Client) writeCompletions(xs []completion) error {
 				x.log.Debug("job completed")
 			}
 		}
-		c.forget(x.lease.ID, x.lease)
+		c.forget(l.ID, x.run)
 	}
 	return nil
 }

@@ -259,3 +259,29 @@ func TestRequeuedJobGetsItsTTLAnew(t *testing.T) {
 		t.Fatalf("job after the requeue %+v, want its first attempt's failure scheduled for a retry", *got)
 	}
 }
+
+// The stuck sweep takes back only attempts of the kinds its client
+// registers: another process's kind may allow its attempts far longer.
+func TestStuckSweepLeavesOtherProcessesKinds(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, weir.WorkFunc(func(context.Context, *weir.Job[task]) error { return nil }), weir.KindConfig{},
+		func(c *weir.Config) { c.SweepEvery = 1000 * time.Hour }).start()
+	j := e.insert(other{}, &weir.InsertOpts{Queue: "elsewhere"})
+	claimed, err := e.s.Executor().Claim(context.Background(), store.ClaimParams{
+		Now: e.fc.Now(), Queue: "elsewhere", Limit: 1, Owner: "another-process", LeaseFor: 24 * time.Hour,
+	})
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim: %v, %v", claimed, err)
+	}
+	e.fc.Advance(time.Hour)
+	res, err := e.c.SweepStuck(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Requeued)+len(res.MaxRetriesExceeded)+len(res.SkippedBackoff) != 0 {
+		t.Fatalf("sweep %+v, want another process's kind left alone", res)
+	}
+	if got := e.job(j.ID); got.State != weirtype.StateRunning || got.LeaseOwner != "another-process" {
+		t.Fatalf("job %+v, want still running under its owner", *got)
+	}
+}

@@ -205,8 +205,19 @@ func TestTwoProcessesKillAndRestartCompleteEveryJob(t *testing.T) {
 	}
 	const heldSQL = `SELECT j.id FROM weir_jobs j JOIN ledger l ON l.job_id = j.id AND l.attempt = j.attempt
 		WHERE j.state = 'running' AND j.lease_owner = 'proc-0' ORDER BY j.id`
-	h.waitCount("jobs proc-0 holds after their ledger row", childWorkers,
-		"SELECT count(*) FROM ("+heldSQL+") held", p0, p1)
+	// A job whose handler returned just before SIGUSR1 is counted while
+	// its completion is being written, and its slot then takes a job
+	// that parks: wait until the same jobs are held twice in a row.
+	for prev := []int64(nil); ; {
+		h.waitCount("jobs proc-0 holds after their ledger row", childWorkers,
+			"SELECT count(*) FROM ("+heldSQL+") held", p0, p1)
+		now := h.ids(heldSQL)
+		if slices.Equal(now, prev) {
+			break
+		}
+		prev = now
+		time.Sleep(100 * time.Millisecond)
+	}
 	p0.kill()
 	held := h.ids(heldSQL)
 	if len(held) != childWorkers {

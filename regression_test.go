@@ -332,3 +332,55 @@ func TestStopReturnsWhenItsContextEndsWithAStoreCallBlocked(t *testing.T) {
 		t.Fatalf("Stop did not return within %v of its context ending", waitLimit)
 	}
 }
+
+// Review of the deadline work: a job requeued after its deadline and
+// claimed again by the same client gets a lease equal to its abandoned
+// attempt's (attempts restart from 1). The abandoned attempt, still
+// running because it ignored its context, must write nothing: its failure
+// must not abandon the new attempt's job, nor its exit stop the new
+// attempt's heartbeats.
+func TestAttemptAbandonedAtItsDeadlineCannotTouchTheRequeuedJob(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var releases []chan error
+	started := func() int { mu.Lock(); defer mu.Unlock(); return len(releases) }
+	e := newEnv(t, weir.WorkFunc(func(ctx context.Context, j *weir.Job[task]) error {
+		ch := make(chan error, 1)
+		mu.Lock()
+		releases = append(releases, ch)
+		mu.Unlock()
+		return <-ch // ignores ctx
+	}), weir.KindConfig{SLA: 20 * time.Minute, StuckAfter: time.Hour}, nil).start()
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, ch := range releases {
+			select {
+			case ch <- errors.New("test over"):
+			default:
+			}
+		}
+	})
+	j := e.insert(task{}, nil)
+	waitFor(t, func() bool { return started() == 1 })
+	e.advanceState(j.ID, 10*time.Second, weirtype.StateDead, 1)
+	if _, err := e.s.Executor().RequeueDeadLetters(context.Background(), e.fc.Now(), store.DeadLetterFilter{Kind: "task"}); err != nil {
+		t.Fatal(err)
+	}
+	advanceUntil(t, e.fc, time.Second, func() bool { return started() == 2 })
+	if got := e.job(j.ID); got.State != weirtype.StateRunning || got.Attempt != 1 || got.LeaseOwner != "test" {
+		t.Fatalf("requeued job %+v, want running attempt 1 under the same owner", *got)
+	}
+	mu.Lock()
+	zombie, fresh := releases[0], releases[1]
+	mu.Unlock()
+	zombie <- errors.New("the old attempt fails late")
+	// Heartbeats must go on for the new attempt: move past its lease.
+	from := e.fc.Now()
+	advanceUntil(t, e.fc, 10*time.Second, func() bool { return e.fc.Now().Sub(from) > 2*time.Minute })
+	if got := e.job(j.ID); got.State != weirtype.StateRunning || !got.LeaseExpiresAt.After(e.fc.Now()) {
+		t.Fatalf("job after the old attempt failed: %+v, want still running with its lease held", *got)
+	}
+	fresh <- nil
+	e.waitState(j.ID, weirtype.StateCompleted, 1)
+}

@@ -106,16 +106,18 @@ func (c *Client) produce(p *producer) {
 func (c *Client) start(j *weirtype.Job, claimedAt time.Time, done chan<- struct{}) {
 	ctx, cancel := context.WithCancelCause(c.jobsCtx)
 	lease := store.LeaseOf(j)
+	r := &runningJob{lease: lease, cancel: cancel, extended: claimedAt}
 	c.mu.Lock()
 	old := c.running[j.ID]
-	c.running[j.ID] = &runningJob{lease: lease, cancel: cancel, extended: claimedAt}
+	c.running[j.ID] = r
 	c.mu.Unlock()
-	if old != nil && old.lease != lease {
-		// The job was reclaimed (an insert of its key found it stuck) and
-		// claimed again by this client: the earlier attempt's lease is
-		// gone, and it must not run beside this one.
+	if old != nil {
+		// The job was taken back (an insert of its key or the stuck sweep
+		// found it stuck, or it was requeued after its deadline) and
+		// claimed again by this client: the earlier attempt must not run
+		// beside this one, nor write anything.
 		c.log.Warn("job claimed again; cancelling the earlier attempt", "job_id", j.ID, "attempt", old.lease.Attempt)
-		old.cancel(fmt.Errorf("weir: job %d: %w", j.ID, store.ErrLeaseLost))
+		c.supersede(old)
 	}
 	c.jobsWG.Add(1)
 	c.handlers.Add(1)
@@ -124,17 +126,22 @@ func (c *Client) start(j *weirtype.Job, claimedAt time.Time, done chan<- struct{
 		defer c.handlers.Add(-1)
 		defer func() { done <- struct{}{} }()
 		defer cancel(nil)
-		if !c.run(ctx, cancel, j, lease) {
-			c.forget(j.ID, lease)
+		if !c.run(ctx, r, j) {
+			c.forget(j.ID, r)
 		}
 	}()
 }
 
-// forget drops the running job id, unless it is running at a lease other
-// than lease.
-func (c *Client) forget(id int64, lease store.Lease) {
+// supersede cancels the attempt r, which may write nothing any more.
+func (c *Client) supersede(r *runningJob) {
+	r.superseded.Store(true)
+	r.cancel(fmt.Errorf("weir: job %d: %w", r.lease.ID, store.ErrLeaseLost))
+}
+
+// forget drops the running job id, unless a later attempt runs it.
+func (c *Client) forget(id int64, r *runningJob) {
 	c.mu.Lock()
-	if r := c.running[id]; r != nil && r.lease == lease {
+	if c.running[id] == r {
 		delete(c.running, id)
 	}
 	c.mu.Unlock()
@@ -143,7 +150,8 @@ func (c *Client) forget(id int64, lease store.Lease) {
 // run runs one attempt of j and records its outcome. It reports whether it
 // handed the job to the completer, which then forgets the job once its
 // completion is written.
-func (c *Client) run(ctx context.Context, cancel context.CancelCauseFunc, j *weirtype.Job, lease store.Lease) (handedOff bool) {
+func (c *Client) run(ctx context.Context, r *runningJob, j *weirtype.Job) (handedOff bool) {
+	lease, cancel := r.lease, r.cancel
 	log := c.log.With(slog.Int64("job_id", j.ID), slog.String("kind", j.Kind), slog.Int("attempt", j.Attempt))
 	reg := c.kinds[j.Kind]
 	now := c.clock.Now()
@@ -173,7 +181,7 @@ func (c *Client) run(ctx context.Context, cancel context.CancelCauseFunc, j *wei
 	for _, stop := range stops {
 		stop()
 	}
-	return c.finish(ctx, log, reg, j, lease, err, c.clock.Now().Sub(now))
+	return c.finish(ctx, log, reg, j, r, err, c.clock.Now().Sub(now))
 }
 
 // pastDeadline reports whether j has a deadline and now is after it.
@@ -211,7 +219,8 @@ func call(ctx context.Context, reg *registration, j *weirtype.Job) (err error) {
 // running for ran. A success is handed to the completer, which writes it
 // with others (finish then reports true); any other outcome is written
 // before finish returns.
-func (c *Client) finish(ctx context.Context, log *slog.Logger, reg *registration, j *weirtype.Job, lease store.Lease, err error, ran time.Duration) (handedOff bool) {
+func (c *Client) finish(ctx context.Context, log *slog.Logger, reg *registration, j *weirtype.Job, r *runningJob, err error, ran time.Duration) (handedOff bool) {
+	lease := r.lease
 	now := c.clock.Now()
 	cause := context.Cause(ctx)
 	m := c.cfg.Metrics
@@ -219,20 +228,31 @@ func (c *Client) finish(ctx context.Context, log *slog.Logger, reg *registration
 	var timeout *TimeoutError
 	var deadline *DeadlineError
 	switch {
+	case r.superseded.Load():
+		log.Warn("attempt superseded by a later one; its outcome is not recorded", "err", fmt.Sprint(err))
+		m.AttemptDone(j.Kind, j.Queue, metrics.LeaseLost, ran)
+		return false
 	case err == nil && pastDeadline(j, now):
-		c.completeLate(log, j, lease, ran)
+		c.completeLate(log, j, r, ran, true)
 		return false
 	case err == nil:
-		c.completer.add(c, completion{lease: lease, log: log, kind: j.Kind, queue: j.Queue, ran: ran, deadlineAt: j.DeadlineAt, retried: j.Attempt > 1, createdAt: j.CreatedAt})
+		c.completer.add(c, completion{run: r, log: log, kind: j.Kind, queue: j.Queue, ran: ran, deadlineAt: j.DeadlineAt, retried: j.Attempt > 1, createdAt: j.CreatedAt})
 		return true
-	case ctx.Err() != nil && (errors.Is(cause, errStopping) || errors.Is(cause, errCancelled) || errors.Is(cause, store.ErrLeaseLost)):
+	case ctx.Err() != nil && (errors.Is(cause, errStopping) || errors.Is(cause, errCancelled)):
 		// Nothing to record: a stopping client gives the job back, a
-		// cancelled job is final, a lost lease is someone else's now.
+		// cancelled job is final.
+		log.Info("attempt interrupted", "cause", cause.Error(), "err", err.Error())
+		return false
+	case ctx.Err() != nil && errors.Is(cause, store.ErrLeaseLost):
+		// Nothing to record: a lost lease is someone else's now.
 		log.Info("attempt interrupted", "cause", cause.Error(), "err", err.Error())
 		m.AttemptDone(j.Kind, j.Queue, metrics.LeaseLost, ran)
 		return false
 	case errors.As(err, &snooze):
 		if err := c.retryWrite(log, "snooze", func(ctx context.Context) error {
+			if r.superseded.Load() {
+				return fmt.Errorf("weir: job %d: superseded by a later attempt: %w", j.ID, store.ErrLeaseLost)
+			}
 			_, err := c.ex.Snooze(ctx, now, lease, now.Add(snooze.d))
 			return err
 		}); err != nil {
@@ -276,6 +296,9 @@ func (c *Client) finish(ctx context.Context, log *slog.Logger, reg *registration
 		}
 	}
 	if ferr := c.retryWrite(log, "record the failed attempt", func(ctx context.Context) error {
+		if r.superseded.Load() {
+			return fmt.Errorf("weir: job %d: superseded by a later attempt: %w", j.ID, store.ErrLeaseLost)
+		}
 		_, err := c.ex.Fail(ctx, p)
 		return err
 	}); ferr != nil {
@@ -313,19 +336,39 @@ func ttlStart(j *weirtype.Job) time.Time {
 }
 
 // completeLate records the success of an attempt that finished after its
-// job's deadline as a late result, leaving the job abandoned.
-func (c *Client) completeLate(log *slog.Logger, j *weirtype.Job, lease store.Lease, ran time.Duration) {
+// job's deadline as a late result, leaving the job abandoned; with retry,
+// a failed write is tried again as retryWrite does, otherwise once.
+func (c *Client) completeLate(log *slog.Logger, j *weirtype.Job, r *runningJob, ran time.Duration, retry bool) {
 	var lr *weirtype.LateResult
-	err := c.retryWrite(log, "record the late result", func(ctx context.Context) error {
+	write := func(ctx context.Context) error {
+		if r.superseded.Load() {
+			return fmt.Errorf("weir: job %d: superseded by a later attempt: %w", j.ID, store.ErrLeaseLost)
+		}
 		var err error
-		lr, err = c.ex.CompleteLate(ctx, c.clock.Now(), lease)
+		lr, err = c.ex.CompleteLate(ctx, c.clock.Now(), r.lease)
 		return err
-	})
+	}
+	var err error
+	if retry {
+		err = c.retryWrite(log, "record the late result", write)
+	} else {
+		ctx, cancel := c.storeCtx()
+		err = write(ctx)
+		cancel()
+	}
 	if err != nil {
+		c.cfg.Metrics.AttemptDone(j.Kind, j.Queue, metrics.LeaseLost, ran)
 		c.logWriteErr(log, "record the late result", err)
 		return
 	}
 	c.cfg.Metrics.AttemptDone(j.Kind, j.Queue, metrics.Late, ran)
+	// This call abandoned the job itself when the deadline sweep had not:
+	// the job was then finalized when the late result was received.
+	ctx, cancel := context.WithTimeout(context.Background(), c.storeTimeout())
+	if dead, err := c.ex.GetJob(ctx, lr.JobID); err == nil && dead.FinalizedAt.Equal(lr.ReceivedAt) {
+		c.cfg.Metrics.DeadLettered(j.Kind, j.Queue, weirtype.AbandonDeadline)
+	}
+	cancel()
 	log.Warn("job succeeded after its deadline; stored as a late result, the job stays abandoned",
 		"late_result_id", lr.ID, "deadline_at", j.DeadlineAt)
 }
@@ -366,7 +409,8 @@ func (c *Client) abandon(log *slog.Logger, j *weirtype.Job, lease store.Lease, r
 }
 
 // retryWrite calls write, which records an attempt's outcome, until it
-// succeeds or fails with store.ErrLeaseLost, waiting writeBackoff on the
+// succeeds or fails with store.ErrLeaseLost or store.ErrInvalid (which no
+// retry can mend), waiting writeBackoff on the
 // clock between tries; the job stays among the running ones meanwhile, so
 // heartbeats keep its lease. Each call's context ends after the store
 // timeout. It gives up, returning the last error, once Stop cancels the
@@ -376,8 +420,8 @@ func (c *Client) retryWrite(log *slog.Logger, what string, write func(ctx contex
 		ctx, cancel := context.WithTimeout(context.Background(), c.storeTimeout())
 		err := write(ctx)
 		cancel()
-		if err == nil || errors.Is(err, store.ErrLeaseLost) {
-			return err
+		if err == nil || errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrInvalid) {
+			return err // done, or trying again cannot help
 		}
 		log.Warn(what+": write failed; will retry", "err", err.Error())
 		t := c.clock.NewTimer(c.writeBackoff(n))

@@ -18,10 +18,10 @@ type SweepResult struct {
 	// Requeued are the stuck running jobs taken back and made available
 	// again, the stuck attempt counted, with an error of type stuck.
 	Requeued map[string]int
-	// SkippedBackoff are the stuck running jobs left alone because their
-	// attempt started less than their kind's backoff for that attempt ago.
+	// SkippedBackoff are the stuck attempts left alone because they
+	// started less than their kind's backoff for that attempt ago.
 	SkippedBackoff map[string]int
-	// MaxRetriesExceeded are the stuck running jobs on their last attempt,
+	// MaxRetriesExceeded are the jobs whose stuck attempt was their last,
 	// abandoned to the dead-letter store (reason max_attempts_exceeded:
 	// spec 04's failed_max_retries).
 	MaxRetriesExceeded map[string]int
@@ -49,23 +49,24 @@ func (c *Client) stuckAfter(kind string) time.Duration {
 }
 
 // SweepStuck runs the stuck sweep once (a started client runs it every
-// Config.SweepEvery). It looks at the jobs that are not final and have
-// waited longer than Config.StuckAfter, or their kind's
-// KindConfig.StuckAfter: running jobs since their attempt started, others
-// since they were due:
+// Config.SweepEvery). For the kinds this client registers (another
+// process's kinds may allow their attempts longer), it looks at the
+// attempts running longer than Config.StuckAfter, or their kind's
+// KindConfig.StuckAfter, whose handler has not finished (it hangs, or
+// ignores its context, while heartbeats keep its lease):
 //
-//   - a running job whose handler has not finished (it hangs, or ignores
-//     its context, while heartbeats keep its lease) is taken back once its
-//     kind's backoff for the attempt has also passed since the attempt
-//     started: on its last attempt it is abandoned (max_attempts_exceeded),
-//     otherwise it is made available again, the attempt counted; the
-//     handler, if its process lives, has its context cancelled at the next
-//     heartbeat;
-//   - a job due that no worker has taken is counted and logged, and left
-//     queued.
+//   - once the kind's backoff for the attempt has also passed since it
+//     started, the attempt is taken back: on the job's last attempt it is
+//     abandoned (max_attempts_exceeded), otherwise the job is made
+//     available again, the attempt counted; the handler has its context
+//     cancelled, at once in this process, at its next heartbeat in
+//     another;
+//   - before that, it is skipped for backoff.
 //
-// Sweeps by several processes at once are safe: a job is taken back by at
-// most one of them.
+// It also counts, for every kind, the jobs due longer ago than StuckAfter
+// that no worker has taken (their queue is not worked, or is far behind),
+// and leaves them queued. Sweeps by several processes at once are safe: an
+// attempt is taken back by at most one of them.
 func (c *Client) SweepStuck(ctx context.Context) (SweepResult, error) {
 	start := c.clock.Now()
 	res, err := c.sweepStuck(ctx, start)
@@ -84,59 +85,74 @@ func (c *Client) sweepStuck(ctx context.Context, now time.Time) (SweepResult, er
 		MaxRetriesExceeded: map[string]int{},
 		Waiting:            map[string]int{},
 	}
-	jobs, err := c.ex.ListStuck(ctx, now.Add(-c.cfg.StuckAfter), sweepLimit)
+	before := now.Add(-c.cfg.StuckAfter)
+	counts, err := c.ex.CountJobs(ctx, before)
+	if err != nil {
+		return res, fmt.Errorf("weir: stuck sweep: count: %w", err)
+	}
+	for _, n := range counts {
+		if n.State != weirtype.StateRunning && n.Stuck > 0 {
+			res.Waiting[n.Kind] += n.Stuck
+			c.log.Warn("stuck sweep: jobs due but not taken by any worker; is their queue worked?",
+				"kind", n.Kind, "queue", n.Queue, "state", string(n.State), "jobs", n.Stuck, "waiting_longer_than", c.cfg.StuckAfter)
+		}
+	}
+	jobs, err := c.ex.ListStuck(ctx, before, sweepLimit)
 	if err != nil {
 		return res, fmt.Errorf("weir: stuck sweep: list: %w", err)
 	}
 	var errs []error
 	for _, j := range jobs {
-		since := j.ScheduledAt // a waiting job waits since it was due
-		if j.State == weirtype.StateRunning {
-			since = j.AttemptedAt
+		stuckFor := now.Sub(j.AttemptedAt)
+		if c.kinds[j.Kind] == nil || stuckFor <= c.stuckAfter(j.Kind) {
+			continue // another process's kind, or its kind allows longer
 		}
-		stuckFor := now.Sub(since)
-		if stuckFor <= c.stuckAfter(j.Kind) {
-			continue // its kind allows longer
-		}
-		log := c.log.With("job_id", j.ID, "kind", j.Kind, "attempt", j.Attempt, "state", string(j.State), "stuck_for", stuckFor)
-		switch {
-		case j.State != weirtype.StateRunning:
-			res.Waiting[j.Kind]++
-			log.Warn("stuck sweep: job due but not taken by any worker; is its queue worked?", "queue", j.Queue)
-		case since.Add(c.nominalBackoff(j)).After(now):
+		log := c.log.With("job_id", j.ID, "kind", j.Kind, "attempt", j.Attempt, "stuck_for", stuckFor)
+		if j.AttemptedAt.Add(c.nominalBackoff(j)).After(now) {
 			res.SkippedBackoff[j.Kind]++
-		default:
-			last := j.Attempt >= j.MaxAttempts
-			p := store.FailParams{
-				Now:   now,
-				Lease: store.Lease{ID: j.ID, Owner: j.LeaseOwner, Attempt: j.Attempt},
-				Error: weirtype.AttemptError{
-					Attempt: j.Attempt, At: now, Type: weirtype.ErrorTypeStuck,
-					Message: fmt.Sprintf("weir: attempt running for %v without finishing (worker %s); taken back by the stuck sweep", stuckFor.Round(time.Second), j.LeaseOwner),
-				},
-				RetryAt: now,
-			}
-			if last {
-				p.Abandon, p.RetryAt = weirtype.AbandonMaxAttempts, time.Time{}
-			}
-			_, err := c.ex.Fail(ctx, p)
-			switch {
-			case errors.Is(err, store.ErrLeaseLost):
-				continue // it finished, or another sweep took it
-			case err != nil:
-				errs = append(errs, fmt.Errorf("job %d: %w", j.ID, err))
-				continue
-			}
-			if last {
-				res.MaxRetriesExceeded[j.Kind]++
-				c.cfg.Metrics.DeadLettered(j.Kind, j.Queue, weirtype.AbandonMaxAttempts)
-				log.Error("stuck sweep: job on its last attempt abandoned to the dead-letter store", "reason", string(weirtype.AbandonMaxAttempts), "attempted_at", j.AttemptedAt)
-				continue
-			}
-			res.Requeued[j.Kind]++
-			c.wake(j.Queue)
-			log.Warn("stuck sweep: job taken back and requeued")
+			continue
 		}
+		last := j.Attempt >= j.MaxAttempts
+		lease := store.Lease{ID: j.ID, Owner: j.LeaseOwner, Attempt: j.Attempt}
+		p := store.FailParams{
+			Now:   now,
+			Lease: lease,
+			Error: weirtype.AttemptError{
+				Attempt: j.Attempt, At: now, Type: weirtype.ErrorTypeStuck,
+				Message: fmt.Sprintf("weir: attempt running for %v without finishing (worker %s); taken back by the stuck sweep", stuckFor.Round(time.Second), j.LeaseOwner),
+			},
+			RetryAt: now,
+		}
+		if last {
+			p.Abandon, p.RetryAt = weirtype.AbandonMaxAttempts, time.Time{}
+		}
+		// The attempt, if this process runs it, may write nothing more:
+		// its lease may come back equal, after a requeue.
+		c.mu.Lock()
+		r := c.running[j.ID]
+		c.mu.Unlock()
+		sctx, cancel := context.WithTimeout(ctx, c.storeTimeout())
+		_, err := c.ex.Fail(sctx, p)
+		cancel()
+		switch {
+		case errors.Is(err, store.ErrLeaseLost):
+			continue // it finished, or another sweep took it
+		case err != nil:
+			errs = append(errs, fmt.Errorf("job %d: %w", j.ID, err))
+			continue
+		}
+		if r != nil && r.lease == lease {
+			c.supersede(r)
+		}
+		if last {
+			res.MaxRetriesExceeded[j.Kind]++
+			c.cfg.Metrics.DeadLettered(j.Kind, j.Queue, weirtype.AbandonMaxAttempts)
+			log.Error("stuck sweep: job on its last attempt abandoned to the dead-letter store", "reason", string(weirtype.AbandonMaxAttempts), "attempted_at", j.AttemptedAt)
+			continue
+		}
+		res.Requeued[j.Kind]++
+		c.wake(j.Queue)
+		log.Warn("stuck sweep: job taken back and requeued")
 	}
 	if err := errors.Join(errs...); err != nil {
 		return res, fmt.Errorf("weir: stuck sweep: %w", err)
@@ -168,7 +184,14 @@ func (c *Client) sweepLoop() {
 			return
 		case <-t.C():
 		}
-		ctx, cancel := context.WithTimeout(c.loopsCtx, c.cfg.SweepEvery)
+		ctx, cancel := context.WithCancel(c.loopsCtx)
+		go func() {
+			select {
+			case <-c.loopsStop:
+				cancel() // Stop does not wait for a sweep
+			case <-ctx.Done():
+			}
+		}()
 		res, err := c.SweepStuck(ctx)
 		cancel()
 		if err != nil {

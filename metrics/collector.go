@@ -46,7 +46,7 @@ func newStoreCollector(s store.Store, c clock.Clock, stuckAfter, timeout time.Du
 			"Jobs by queue, kind and state, read from the store at scrape time (queue depth).",
 			[]string{"queue", "kind", "state"}, nil),
 		stuck: prometheus.NewDesc("retry_job_stuck_documents",
-			"Current count of stuck documents: jobs of the collection (kind) not final whose latest attempt, or creation, is older than the stuck threshold.",
+			"Current count of stuck documents: jobs of the collection (kind) running, or due and waiting, for longer than the stuck threshold.",
 			[]string{"collection"}, nil),
 		failed: prometheus.NewDesc("retry_job_failed_documents",
 			"Current count of failed documents (max retries): jobs of the collection (kind) in state dead.",

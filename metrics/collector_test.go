@@ -35,7 +35,7 @@ func TestStoreCollectorReportsCountsStuckAndFailed(t *testing.T) {
 # TYPE retry_job_failed_documents gauge
 retry_job_failed_documents{collection="embed"} 0
 retry_job_failed_documents{collection="extract"} 5
-# HELP retry_job_stuck_documents Current count of stuck documents: jobs of the collection (kind) not final whose latest attempt, or creation, is older than the stuck threshold.
+# HELP retry_job_stuck_documents Current count of stuck documents: jobs of the collection (kind) running, or due and waiting, for longer than the stuck threshold.
 # TYPE retry_job_stuck_documents gauge
 retry_job_stuck_documents{collection="embed"} 0
 retry_job_stuck_documents{collection="extract"} 6

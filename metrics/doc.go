@@ -34,7 +34,7 @@
 //
 //	name                        type   labels              meaning
 //	weir_jobs                   gauge  queue, kind, state  jobs in each state (queue depth); every state of a queue and kind the store knows, zeros included
-//	retry_job_stuck_documents   gauge  collection          jobs of the kind not final whose latest attempt (or, never attempted, creation) is older than Options.StuckAfter
+//	retry_job_stuck_documents   gauge  collection          jobs of the kind running, or due and waiting, for longer than Options.StuckAfter
 //	retry_job_failed_documents  gauge  collection          jobs of the kind in state dead
 //
 // retry_job_runs_total{status} and retry_job_errors_total{error_type} start

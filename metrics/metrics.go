@@ -27,8 +27,9 @@ type Options struct {
 	// retry_job_failed_documents). Nil: no such collector.
 	Store store.Store
 	// StuckAfter is how long a job may go before it counts as stuck: a
-	// job is stuck when its latest attempt started (or, never attempted,
-	// it was created) longer ago than this. Default
+	// running job whose attempt started, or a waiting job that was due,
+	// longer ago than this (one threshold for every kind; per-kind
+	// thresholds apply to the sweep, not the gauge). Default
 	// store.DefaultStuckAfter (10 minutes); negative is an error.
 	StuckAfter time.Duration
 	// Clock tells the time used for the stuck threshold. Default

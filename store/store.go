@@ -126,7 +126,9 @@ type Executor interface {
 	// past its deadline at the lease's Attempt and Owner, a late result is
 	// stored (once per job and attempt: a second call returns the first
 	// result) and returned, the job left dead. Otherwise it returns
-	// ErrLeaseLost, changing nothing.
+	// ErrLeaseLost, changing nothing. A held lease whose job has no
+	// deadline, or one not passed at now, is ErrInvalid: the attempt is
+	// not late.
 	CompleteLate(ctx context.Context, now time.Time, l Lease) (*weirtype.LateResult, error)
 	// ListLateResults returns the late results that match f, lowest id
 	// first.
@@ -139,14 +141,15 @@ type Executor interface {
 	// job was requeued, completed or purged since.
 	AcceptLateResult(ctx context.Context, now time.Time, id int64) (*weirtype.LateResult, error)
 
-	// ListStuck returns up to limit jobs that are not final and have
-	// waited since before before, oldest first: running jobs whose latest
-	// attempt started before it (their handler has not finished, though
-	// heartbeats may hold the lease), and available or scheduled jobs due
-	// (ScheduledAt) before it that no worker has taken.
+	// ListStuck returns up to limit running jobs whose latest attempt
+	// started before before, oldest first: their handler has not
+	// finished, though heartbeats may still hold the lease. (Waiting jobs
+	// stuck unclaimed are counted by CountJobs.)
 	ListStuck(ctx context.Context, before time.Time, limit int) ([]*weirtype.Job, error)
 	// CountJobs counts the jobs by queue, kind and state, and of each
-	// group those that ListStuck would return for stuckBefore.
+	// group those stuck since before stuckBefore: running jobs whose
+	// attempt started before it, and available or scheduled jobs due
+	// (ScheduledAt) before it.
 	CountJobs(ctx context.Context, stuckBefore time.Time) ([]JobCount, error)
 
 	// GetDeadLetter returns the dead letter with the id, or ErrNotFound.

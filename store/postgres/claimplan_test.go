@@ -82,9 +82,8 @@ func TestClaimReadsFewPagesAfterABulkInsert(t *testing.T) {
 	t.Logf("a claim of 10 of %d waiting jobs touched %d of the table's %d pages", waiting, p.Hit+p.Read, heapPages)
 }
 
-// ExpireDeadlines reads weir_jobs_deadline, and ListStuck weir_jobs_claim
-// and weir_jobs_lease, so that neither reads jobs that are final or have no
-// deadline; an
+// ExpireDeadlines reads weir_jobs_deadline, and ListStuck weir_jobs_lease,
+// so that neither reads jobs that are final or have no deadline; an
 // insert's wake reads each of its keys' jobs with one probe of the key's
 // index (a subplan), never the backlog in weir_jobs_claim. (An earlier
 // wake, which read the keys' jobs with a condition on state, read every
@@ -117,7 +116,6 @@ func TestSweepsAndWakesReadTheirIndexes(t *testing.T) {
 		args             []any
 	}{
 		{"expire deadlines", s.sql.expire, "weir_jobs_deadline", []any{now, "t", now, 10}},
-		{"list stuck", s.sql.listStuck, "weir_jobs_claim", []any{now, 10}},
 		{"list stuck", s.sql.listStuck, "weir_jobs_lease", []any{now, 10}},
 		{"wake", s.sql.wake, "weir_jobs_idempotency_key", []any{[]string{"default"}, []string{"key"}}},
 	} {

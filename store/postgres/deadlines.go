@@ -77,16 +77,11 @@ RETURNING ` + lateResultColumns,
 UPDATE ` + late + ` SET accepted_at = $2::timestamptz
 WHERE id = $1 AND EXISTS (SELECT 1 FROM job)
 RETURNING ` + lateResultColumns,
-		// Reads the waiting jobs through weir_jobs_claim and the running
-		// ones through weir_jobs_lease (partial indexes whose predicates
-		// the two branches repeat), never the final jobs; the sort is of
-		// the jobs not final only.
-		listStuck: `SELECT ` + jobColumns + ` FROM (
-	SELECT * FROM ` + jobs + ` WHERE state IN ('available', 'scheduled') AND ` + stuckSince + ` < $1::timestamptz
-	UNION ALL
-	SELECT * FROM ` + jobs + ` WHERE state = 'running' AND ` + stuckSince + ` < $1::timestamptz
-) AS j
-ORDER BY ` + stuckSince + `, id
+		// Reads the running jobs, a set as small as the workers, through
+		// weir_jobs_lease, and sorts them.
+		listStuck: `SELECT ` + jobColumns + ` FROM ` + jobs + `
+WHERE state = 'running' AND attempted_at < $1::timestamptz
+ORDER BY attempted_at, id
 LIMIT $2`,
 		countJobs: `SELECT queue, kind, state, count(*),
 	count(*) FILTER (WHERE ` + notFinal + ` AND ` + stuckSince + ` < $1::timestamptz)
@@ -207,10 +202,11 @@ func (e executor) CompleteLate(ctx context.Context, now time.Time, l store.Lease
 			return fmt.Errorf("%s: %w: %w", who, store.ErrNotFound, store.ErrLeaseLost)
 		case err != nil:
 			return dbError(fmt.Sprintf("%s job %d", op, l.ID), err)
-		case !deadline.Valid:
-			return fmt.Errorf("%s: %w: the job has no deadline", who, store.ErrInvalid)
 		}
 		if state == weirtype.StateRunning && owner == l.Owner && attempt == l.Attempt {
+			if !deadline.Valid {
+				return fmt.Errorf("%s: %w: the job has no deadline", who, store.ErrInvalid)
+			}
 			if !deadline.Time.Before(now) {
 				return fmt.Errorf("%s: %w: the job's deadline %s has not passed at %s",
 					who, store.ErrInvalid, timeText(deadline.Time.UTC()), timeText(now.UTC()))
@@ -344,8 +340,7 @@ func (e executor) lateConflict(ctx context.Context, q querier, op string, lr *we
 
 // ListStuck returns up to limit jobs not final whose latest attempt, or
 // creation, was before before, oldest first, then by id; see
-// store.Executor. It reads the partial indexes of waiting and running jobs,
-// never a final job.
+// store.Executor. It reads the partial index of running jobs.
 func (e executor) ListStuck(ctx context.Context, before time.Time, limit int) ([]*weirtype.Job, error) {
 	const op = "list stuck jobs"
 	if limit < 1 {

@@ -77,8 +77,7 @@
 // deletes its dead letters only if the job is still dead past its deadline
 // at the result's attempt and owner (store.ErrConflict otherwise, after a
 // requeue or a purge). A purge keeps late results, as a record. ListStuck
-// reads the partial indexes of waiting jobs (weir_jobs_claim) and running
-// ones (weir_jobs_lease), never a final job.
+// reads the partial index of running jobs (weir_jobs_lease).
 //
 // # LISTEN/NOTIFY
 //

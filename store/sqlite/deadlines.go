@@ -135,8 +135,8 @@ const insertLateResult = `INSERT INTO weir_late_results
 // the late result of l's attempt, or finds the one stored already. It
 // returns an error wrapping store.ErrLeaseLost, changing nothing, when the
 // job is missing or is not dead past its deadline at l's attempt and
-// owner; and one wrapping store.ErrInvalid when the job has no deadline,
-// or l is held and the deadline has not passed at now (the attempt is not
+// owner; and one wrapping store.ErrInvalid when l is held and the job has
+// no deadline, or its deadline has not passed at now (the attempt is not
 // late: Complete it).
 func (e executor) CompleteLate(ctx context.Context, now time.Time, l store.Lease) (*weirtype.LateResult, error) {
 	err := checkOwner(l.Owner)
@@ -171,11 +171,10 @@ func (e executor) completeLate(ctx context.Context, tx *sql.Tx, now time.Time, l
 	if err != nil {
 		return nil, fmt.Errorf("read the job: %w", err)
 	}
-	if !deadline.Valid {
+	held := state == string(weirtype.StateRunning) && owner == l.Owner && attempt == l.Attempt
+	if held && !deadline.Valid {
 		return nil, fmt.Errorf("%w: job %d has no deadline, so it cannot be late", store.ErrInvalid, l.ID)
 	}
-
-	held := state == string(weirtype.StateRunning) && owner == l.Owner && attempt == l.Attempt
 	if held {
 		if d := decodeTime(deadline); !d.Before(now) {
 			return nil, fmt.Errorf("%w: job %d's deadline %s has not passed at %s: the attempt is not late",
@@ -338,24 +337,14 @@ func scanLateResult(row scanner) (*weirtype.LateResult, error) {
 // its attempt started, a waiting one since it was due.
 const stuckSince = `CASE WHEN state = 'running' THEN attempted_at ELSE scheduled_at END`
 
-// listStuck reads up to ?2 jobs not final that have waited since before
-// ?1, oldest first. Each arm reads the jobs of one state through that
-// state's partial index (weir_jobs_available, weir_jobs_scheduled,
-// weir_jobs_lease_expiry), so it reads no final job; the waiting jobs it
-// reads are sorted. An index on stuckSince would serve this operator's
-// query without the sort, but every claim and every completion would pay
-// for it.
-const listStuck = `SELECT ` + jobColumns + ` FROM (
-	SELECT ` + jobColumns + ` FROM weir_jobs WHERE state = 'available' AND scheduled_at < ?1
-	UNION ALL
-	SELECT ` + jobColumns + ` FROM weir_jobs WHERE state = 'scheduled' AND scheduled_at < ?1
-	UNION ALL
-	SELECT ` + jobColumns + ` FROM weir_jobs WHERE state = 'running' AND attempted_at < ?1)
-	ORDER BY ` + stuckSince + `, id LIMIT ?2`
+// listStuck reads up to ?2 running jobs whose attempt started before ?1,
+// oldest first, through weir_jobs_lease_expiry, the partial index of
+// running jobs (a set as small as the workers), which it sorts.
+const listStuck = `SELECT ` + jobColumns + ` FROM weir_jobs WHERE state = 'running' AND attempted_at < ?1
+	ORDER BY attempted_at, id LIMIT ?2`
 
-// ListStuck returns up to limit jobs not final that have waited since
-// before before: running jobs whose attempt started, and available or
-// scheduled jobs due, before it; oldest first, then by id.
+// ListStuck returns up to limit running jobs whose attempt started before
+// before, oldest first, then by id.
 func (e executor) ListStuck(ctx context.Context, before time.Time, limit int) ([]*weirtype.Job, error) {
 	if err := checkBefore(before); err != nil {
 		return nil, fmt.Errorf("list stuck jobs: %w", err)
@@ -375,7 +364,7 @@ func (e executor) ListStuck(ctx context.Context, before time.Time, limit int) ([
 }
 
 // countJobs counts the jobs by queue, kind and state, and of each group
-// those ListStuck would return for ?1. It reads every job: it is an
+// those stuck since before ?1 (running since then, or waiting due since). It reads every job: it is an
 // operator's query, run now and then, not the engine's.
 const countJobs = `SELECT queue, kind, state, count(*),
 	count(*) FILTER (WHERE state IN ('available', 'scheduled', 'running') AND ` + stuckSince + ` < ?1)
