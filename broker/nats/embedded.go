@@ -1,0 +1,196 @@
+package nats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// Defaults of EmbeddedConfig.
+const (
+	DefaultEmbeddedHost = "127.0.0.1"
+	DefaultStartTimeout = 10 * time.Second
+)
+
+// EmbeddedConfig configures the NATS server that OpenEmbedded starts in
+// the process.
+type EmbeddedConfig struct {
+	// Dir is the directory where JetStream keeps its streams (under
+	// Dir/jetstream). Required; made if missing. A server started again on
+	// the same Dir finds its streams, messages and consumers there.
+	Dir string
+	// Host is the address the server listens on for clients. Default
+	// 127.0.0.1: the machine's own processes only.
+	Host string
+	// Port is the port the server listens on. Zero, the default, takes a
+	// free one.
+	Port int
+	// MaxStore bounds the bytes JetStream keeps in Dir. Zero, the default,
+	// lets the server take up to three quarters of the disk's free space.
+	MaxStore int64
+	// StartTimeout bounds how long OpenEmbedded waits for the server to
+	// take connections, its streams recovered from Dir. Default 10 s.
+	StartTimeout time.Duration
+	// Broker configures the Broker over the server. Its URL is ignored:
+	// the Broker connects to the embedded server. Its Logger also
+	// receives the server's log, its notices at debug level.
+	Broker Config
+}
+
+// withDefaults returns c with its defaults, or an error naming the bad
+// field.
+func (c EmbeddedConfig) withDefaults() (EmbeddedConfig, error) {
+	switch {
+	case c.Dir == "":
+		return c, errors.New("broker/nats: EmbeddedConfig.Dir is empty; JetStream needs a directory for its streams")
+	case c.Port < 0 || c.Port > 65535:
+		return c, fmt.Errorf("broker/nats: EmbeddedConfig.Port %d is not a port", c.Port)
+	case c.MaxStore < 0:
+		return c, fmt.Errorf("broker/nats: EmbeddedConfig.MaxStore %d is negative", c.MaxStore)
+	case c.StartTimeout < 0:
+		return c, fmt.Errorf("broker/nats: EmbeddedConfig.StartTimeout %v is negative", c.StartTimeout)
+	}
+	if c.Host == "" {
+		c.Host = DefaultEmbeddedHost
+	}
+	if c.StartTimeout == 0 {
+		c.StartTimeout = DefaultStartTimeout
+	}
+	bc, err := c.Broker.withDefaults()
+	if err != nil {
+		return c, err
+	}
+	c.Broker = bc
+	return c, nil
+}
+
+// OpenEmbedded starts a NATS server with JetStream in the process, its
+// streams stored in cfg.Dir, and returns a Broker connected to it over
+// the loopback interface. Closing the Broker shuts the server down.
+//
+// This is weir's single-machine broker: the same server and the same
+// driver as against a NATS deployment, with its durable streams, msg-id
+// dedupe and delivery limits.
+func OpenEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Broker, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	srv, err := startEmbedded(cfg)
+	if err != nil {
+		return nil, err
+	}
+	bc := cfg.Broker
+	bc.URL = srv.url()
+	b, err := open(ctx, bc, srv)
+	if err != nil {
+		return nil, errors.Join(err, srv.shutdown())
+	}
+	return b, nil
+}
+
+// embedded is the in-process server of an OpenEmbedded Broker.
+type embedded struct {
+	cfg  EmbeddedConfig
+	log  *slog.Logger
+	mu   sync.Mutex
+	srv  *server.Server
+	port int // the port taken at the first start, kept across restarts
+}
+
+func startEmbedded(cfg EmbeddedConfig) (*embedded, error) {
+	e := &embedded{cfg: cfg, port: cfg.Port, log: cfg.Broker.Logger.With(slog.String("nats_server", "embedded"))}
+	if err := e.start(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// start starts the server. e.mu is held, or e not yet shared.
+func (e *embedded) start() error {
+	port := e.port
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	opts := &server.Options{
+		ServerName:        "weir-embedded",
+		Host:              e.cfg.Host,
+		Port:              port,
+		JetStream:         true,
+		StoreDir:          e.cfg.Dir,
+		JetStreamMaxStore: e.cfg.MaxStore,
+		NoSigs:            true,
+		NoLog:             true,
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return fmt.Errorf("broker/nats: embedded server: %w", err)
+	}
+	srv.SetLoggerV2(serverLog{e.log}, false, false, false)
+	srv.Start()
+	if !srv.ReadyForConnections(e.cfg.StartTimeout) {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		return fmt.Errorf("broker/nats: embedded server on %s, store %s: not ready within %v",
+			net.JoinHostPort(e.cfg.Host, strconv.Itoa(e.port)), e.cfg.Dir, e.cfg.StartTimeout)
+	}
+	if !srv.JetStreamEnabled() {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		return fmt.Errorf("broker/nats: embedded server, store %s: JetStream did not start (see the server's log)", e.cfg.Dir)
+	}
+	if a, ok := srv.Addr().(*net.TCPAddr); ok {
+		e.port = a.Port
+	}
+	e.srv = srv
+	return nil
+}
+
+// url is the server's client URL.
+func (e *embedded) url() string {
+	return "nats://" + net.JoinHostPort(e.cfg.Host, strconv.Itoa(e.port))
+}
+
+// shutdown stops the server and waits until it stopped. It does nothing
+// after the first call.
+func (e *embedded) shutdown() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.srv != nil {
+		e.srv.Shutdown()
+		e.srv.WaitForShutdown()
+		e.srv = nil
+	}
+	return nil
+}
+
+// restart shuts the server down and starts it again on the same port and
+// directory, as an operator's restart would. Tests use it.
+func (e *embedded) restart() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.srv == nil {
+		return errors.New("broker/nats: embedded server shut down")
+	}
+	e.srv.Shutdown()
+	e.srv.WaitForShutdown()
+	e.srv = nil
+	return e.start()
+}
+
+// serverLog passes the server's log to slog.
+type serverLog struct{ log *slog.Logger }
+
+func (l serverLog) Noticef(format string, v ...any) { l.log.Debug(fmt.Sprintf(format, v...)) }
+func (l serverLog) Warnf(format string, v ...any)   { l.log.Warn(fmt.Sprintf(format, v...)) }
+func (l serverLog) Fatalf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
+func (l serverLog) Errorf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
+func (l serverLog) Debugf(format string, v ...any)  { l.log.Debug(fmt.Sprintf(format, v...)) }
+func (l serverLog) Tracef(format string, v ...any)  { l.log.Debug(fmt.Sprintf(format, v...)) }

@@ -1,0 +1,424 @@
+package nats
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/weirhq/weir/broker"
+)
+
+// Defaults of Config.
+const (
+	DefaultURL            = "nats://127.0.0.1:4222"
+	DefaultStreamPrefix   = "WEIR_"
+	DefaultDedupeWindow   = 2 * time.Minute
+	DefaultPublishTimeout = 10 * time.Second
+	DefaultReconnectWait  = 2 * time.Second
+	DefaultNakDelay       = time.Second
+	DefaultConnectTimeout = 5 * time.Second
+	DefaultName           = "weir"
+)
+
+// KeyHeader is the NATS header that carries Message.Key. It, and the
+// headers whose names begin with "Nats-" (NATS's own), cannot be set in
+// Message.Headers.
+const KeyHeader = "Weir-Key"
+
+// ErrClosed is returned by the calls made on a Broker after Close.
+var ErrClosed = errors.New("broker/nats: broker closed")
+
+// Config configures a Broker. Its zero value works against a NATS server
+// on the local machine's default port.
+type Config struct {
+	// URL is the NATS server's URL, or several separated by commas (the
+	// members of a cluster). Default nats://127.0.0.1:4222.
+	URL string
+	// Name names the connection on the server (its monitoring pages).
+	// Default "weir".
+	Name string
+	// StreamPrefix begins the name of each topic's stream; the rest is the
+	// topic, see Broker.Declare. Letters, digits, '_' and '-' only.
+	// Default "WEIR_".
+	StreamPrefix string
+	// DedupeWindow is how long a stream remembers the ids of the messages
+	// it stored, dropping a message published again with one of them.
+	// Default 2 min.
+	DedupeWindow time.Duration
+	// MaxAge bounds how long a stream keeps a message, acknowledged or
+	// not. Zero, the default, keeps messages until they are deleted by
+	// hand or a limit of the server's is reached.
+	MaxAge time.Duration
+	// Replicas is how many servers of a cluster keep each stream.
+	// Default 1.
+	Replicas int
+	// PublishTimeout is how long Publish waits for the server to confirm a
+	// message before counting it unconfirmed. Default 10 s.
+	PublishTimeout time.Duration
+	// ConnectTimeout bounds the first connection, made by Open. Default 5 s.
+	ConnectTimeout time.Duration
+	// ReconnectWait is the longest wait between two attempts to reconnect
+	// after a lost connection; the first waits 50 ms and each next one
+	// twice as long, up to this. The attempts never stop. Default 2 s.
+	ReconnectWait time.Duration
+	// NakDelay is how long a delivery whose handler failed waits before
+	// the server delivers it again. Default 1 s.
+	NakDelay time.Duration
+	// Logger receives the connection's events and the consumers' errors.
+	// Default slog.Default().
+	Logger *slog.Logger
+}
+
+// withDefaults returns c with its defaults, or an error naming the bad
+// field.
+func (c Config) withDefaults() (Config, error) {
+	switch {
+	case c.DedupeWindow < 0:
+		return c, fmt.Errorf("broker/nats: Config.DedupeWindow %v is negative", c.DedupeWindow)
+	case c.MaxAge < 0:
+		return c, fmt.Errorf("broker/nats: Config.MaxAge %v is negative", c.MaxAge)
+	case c.Replicas < 0:
+		return c, fmt.Errorf("broker/nats: Config.Replicas %d is negative", c.Replicas)
+	case c.PublishTimeout < 0:
+		return c, fmt.Errorf("broker/nats: Config.PublishTimeout %v is negative", c.PublishTimeout)
+	case c.ConnectTimeout < 0:
+		return c, fmt.Errorf("broker/nats: Config.ConnectTimeout %v is negative", c.ConnectTimeout)
+	case c.ReconnectWait < 0:
+		return c, fmt.Errorf("broker/nats: Config.ReconnectWait %v is negative", c.ReconnectWait)
+	case c.NakDelay < 0:
+		return c, fmt.Errorf("broker/nats: Config.NakDelay %v is negative", c.NakDelay)
+	}
+	if c.URL == "" {
+		c.URL = DefaultURL
+	}
+	if c.Name == "" {
+		c.Name = DefaultName
+	}
+	if c.StreamPrefix == "" {
+		c.StreamPrefix = DefaultStreamPrefix
+	}
+	for _, r := range c.StreamPrefix {
+		if !nameRune(r) {
+			return c, fmt.Errorf("broker/nats: Config.StreamPrefix %q has %q; use letters, digits, '_' and '-'", c.StreamPrefix, r)
+		}
+	}
+	if c.DedupeWindow == 0 {
+		c.DedupeWindow = DefaultDedupeWindow
+	}
+	if c.MaxAge > 0 && c.MaxAge < c.DedupeWindow {
+		return c, fmt.Errorf("broker/nats: Config.MaxAge %v is shorter than DedupeWindow %v", c.MaxAge, c.DedupeWindow)
+	}
+	if c.Replicas == 0 {
+		c.Replicas = 1
+	}
+	if c.PublishTimeout == 0 {
+		c.PublishTimeout = DefaultPublishTimeout
+	}
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = DefaultConnectTimeout
+	}
+	if c.ReconnectWait == 0 {
+		c.ReconnectWait = DefaultReconnectWait
+	}
+	if c.NakDelay == 0 {
+		c.NakDelay = DefaultNakDelay
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c, nil
+}
+
+// Broker is a broker.Broker over NATS JetStream. Its methods are safe for
+// concurrent use.
+type Broker struct {
+	cfg Config
+	log *slog.Logger
+	nc  *natsgo.Conn
+	js  jetstream.JetStream
+	srv *embedded // the in-process server OpenEmbedded started, or nil
+	// done is closed by Close; it stops the consumers.
+	done chan struct{}
+
+	// mu guards flights and recent, the in-process record that keeps a
+	// message from being dead-lettered by both the handler path and the
+	// max-deliveries advisory (see deadletter.go).
+	mu      sync.Mutex
+	flights map[seqKey]*flight
+	recent  map[seqKey]outcome
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ broker.Broker = (*Broker)(nil)
+
+// Open connects to the NATS server of cfg.URL, which must have JetStream
+// enabled, and returns a Broker over it. The connection is made once
+// before Open returns; later, a lost connection is made again, with
+// backoff, for as long as the Broker is open.
+func Open(ctx context.Context, cfg Config) (*Broker, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return open(ctx, cfg, nil)
+}
+
+func open(ctx context.Context, cfg Config, srv *embedded) (*Broker, error) {
+	b := &Broker{
+		cfg:     cfg,
+		log:     cfg.Logger.With(slog.String("broker", "nats")),
+		srv:     srv,
+		done:    make(chan struct{}),
+		flights: map[seqKey]*flight{},
+		recent:  map[seqKey]outcome{},
+	}
+	timeout := cfg.ConnectTimeout
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
+		timeout = time.Until(d)
+	}
+	nc, err := natsgo.Connect(cfg.URL,
+		natsgo.Name(cfg.Name),
+		natsgo.Timeout(timeout),
+		natsgo.MaxReconnects(-1),
+		natsgo.CustomReconnectDelay(reconnectDelay(cfg.ReconnectWait)),
+		// No buffer while reconnecting: a publish fails at once, rather
+		// than waiting unconfirmed in memory, and Publish reports it.
+		natsgo.ReconnectBufSize(-1),
+		natsgo.DisconnectErrHandler(func(_ *natsgo.Conn, err error) {
+			if err != nil {
+				b.log.Warn("connection lost", slog.Any("err", err))
+			}
+		}),
+		natsgo.ReconnectHandler(func(nc *natsgo.Conn) {
+			b.log.Info("reconnected", slog.String("url", nc.ConnectedUrlRedacted()))
+		}),
+		natsgo.ErrorHandler(func(_ *natsgo.Conn, sub *natsgo.Subscription, err error) {
+			attrs := []any{slog.Any("err", err)}
+			if sub != nil {
+				attrs = append(attrs, slog.String("subject", sub.Subject))
+			}
+			b.log.Error("connection error", attrs...)
+		}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("broker/nats: connect: %w", err)
+	}
+	js, err := jetstream.New(nc,
+		jetstream.WithPublishAsyncTimeout(cfg.PublishTimeout),
+		jetstream.WithPublishAsyncMaxPending(publishWindow*4),
+	)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("broker/nats: jetstream: %w", err)
+	}
+	b.nc, b.js = nc, js
+	return b, nil
+}
+
+// reconnectDelay returns nats.go's reconnect delay: 50 ms, doubled at each
+// attempt up to limit, with a tenth of jitter.
+func reconnectDelay(limit time.Duration) natsgo.ReconnectDelayHandler {
+	return func(attempts int) time.Duration {
+		return backoff(attempts, 50*time.Millisecond, limit)
+	}
+}
+
+// backoff is the wait before attempt n (1 the first): base doubled n-1
+// times, at most limit, less up to a tenth of jitter.
+func backoff(n int, base, limit time.Duration) time.Duration {
+	d := base
+	for i := 1; i < n && d < limit; i++ {
+		d *= 2
+	}
+	d = min(d, limit)
+	return d - time.Duration(rand.Int64N(int64(d/10)+1))
+}
+
+// Features reports what JetStream does itself: it drops a message
+// published again with an id it stored within the dedupe window.
+func (b *Broker) Features() broker.Features {
+	return broker.Features{Name: "nats", Dedupe: true}
+}
+
+// Close closes the connection and, for a Broker from OpenEmbedded, shuts
+// its server down. Consumers return ErrClosed. Calling it again returns
+// the first call's result.
+func (b *Broker) Close() error {
+	b.closeOnce.Do(func() {
+		close(b.done)
+		b.nc.Close()
+		if b.srv != nil {
+			b.closeErr = b.srv.shutdown()
+		}
+	})
+	return b.closeErr
+}
+
+func (b *Broker) closed() bool {
+	select {
+	case <-b.done:
+		return true
+	default:
+		return b.nc.IsClosed()
+	}
+}
+
+// Declare makes each topic's stream: file storage, the topic as its only
+// subject, limits retention (a message stays after it was acknowledged,
+// so that every group of consumers gets it) and a duplicate window of
+// Config.DedupeWindow. The stream's name is Config.StreamPrefix followed
+// by the topic, each character other than a letter, digit, '_' or '-'
+// made '_', and, if any was, or the topic is longer than 64 bytes, '_' and
+// eight hex digits of the topic's SHA-256, so that two topics never share
+// a name. Declaring a stream that exists updates its duplicate window and
+// maximum age to the configured ones.
+func (b *Broker) Declare(ctx context.Context, topics ...string) error {
+	if b.closed() {
+		return ErrClosed
+	}
+	for _, topic := range topics {
+		if err := checkTopic(topic); err != nil {
+			return err
+		}
+		if err := b.declare(ctx, topic); err != nil {
+			return fmt.Errorf("broker/nats: declare %s: %w", topic, err)
+		}
+	}
+	return nil
+}
+
+func (b *Broker) declare(ctx context.Context, topic string) error {
+	name := b.streamName(topic)
+	want := jetstream.StreamConfig{
+		Name:        name,
+		Description: "weir topic " + topic,
+		Subjects:    []string{topic},
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardOld,
+		Storage:     jetstream.FileStorage,
+		Replicas:    b.cfg.Replicas,
+		Duplicates:  b.cfg.DedupeWindow,
+		MaxAge:      b.cfg.MaxAge,
+	}
+	for {
+		s, err := b.js.Stream(ctx, name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			_, err = b.js.CreateStream(ctx, want)
+			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				continue // made meanwhile by another declarer: check it
+			}
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		have := s.CachedInfo().Config
+		if len(have.Subjects) != 1 || have.Subjects[0] != topic {
+			return fmt.Errorf("stream %s exists with subjects %q, not the topic", name, have.Subjects)
+		}
+		if have.Duplicates == want.Duplicates && have.MaxAge == want.MaxAge {
+			return nil
+		}
+		have.Duplicates, have.MaxAge = want.Duplicates, want.MaxAge
+		_, err = b.js.UpdateStream(ctx, have)
+		return err
+	}
+}
+
+// streamName returns the name of topic's stream (see Declare).
+func (b *Broker) streamName(topic string) string {
+	return b.cfg.StreamPrefix + safeName(topic)
+}
+
+// maxNameLen bounds the part of a stream or consumer name taken from a
+// topic or group, which the server also uses as a directory name.
+const maxNameLen = 64
+
+// nameRune reports whether r may appear in a stream or consumer name as is.
+func nameRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-'
+}
+
+// safeName returns s made a valid stream or consumer name: see Declare.
+func safeName(s string) string {
+	var sb strings.Builder
+	changed := false
+	for _, r := range s {
+		if nameRune(r) {
+			sb.WriteRune(r)
+		} else {
+			sb.WriteByte('_')
+			changed = true
+		}
+	}
+	out := sb.String()
+	if len(out) > maxNameLen {
+		out, changed = out[:maxNameLen], true
+	}
+	if changed {
+		sum := sha256.Sum256([]byte(s))
+		out += "_" + hex.EncodeToString(sum[:4])
+	}
+	return out
+}
+
+// checkTopic returns an error unless topic is a NATS subject that a stream
+// can take as its own: dot-separated tokens, no wildcard, no white space,
+// not one of the server's own ($JS..., $SYS...).
+func checkTopic(topic string) error {
+	switch {
+	case topic == "":
+		return errors.New("broker/nats: empty topic")
+	case strings.HasPrefix(topic, "$"):
+		return fmt.Errorf("broker/nats: topic %q: names beginning with $ are the server's", topic)
+	case strings.ContainsAny(topic, "*>"):
+		return fmt.Errorf("broker/nats: topic %q has a wildcard", topic)
+	}
+	for _, r := range topic {
+		if r <= ' ' || r == 0x7f {
+			return fmt.Errorf("broker/nats: topic %q has white space or a control character", topic)
+		}
+	}
+	for _, tok := range strings.Split(topic, ".") {
+		if tok == "" {
+			return fmt.Errorf("broker/nats: topic %q has an empty token", topic)
+		}
+	}
+	return nil
+}
+
+// checkHeaders returns an error unless the headers of message i can be
+// sent as NATS headers and received as they are.
+func checkHeaders(i int, m broker.Message) error {
+	for k, v := range m.Headers {
+		bad := ""
+		switch {
+		case k == "":
+			bad = "an empty name"
+		case strings.EqualFold(k, KeyHeader):
+			bad = "a name reserved for Message.Key"
+		case len(k) >= 5 && strings.EqualFold(k[:5], "Nats-"):
+			bad = "a name reserved by NATS"
+		case strings.ContainsFunc(k, func(r rune) bool { return r <= ' ' || r == ':' || r == 0x7f }):
+			bad = "white space, a control character or ':' in its name"
+		case strings.ContainsAny(v, "\r\n"):
+			bad = "a line break in its value"
+		}
+		if bad != "" {
+			return fmt.Errorf("broker/nats: message %d (%s): header %q has %s", i, m.ID, k, bad)
+		}
+	}
+	return nil
+}
