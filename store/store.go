@@ -152,6 +152,39 @@ type Executor interface {
 	// (ScheduledAt) before it.
 	CountJobs(ctx context.Context, stuckBefore time.Time) ([]JobCount, error)
 
+	// AddOutbox adds messages to the outbox at now, all or none, and
+	// returns their ids in order: in the caller's transaction (an Executor
+	// bound to it), they commit or roll back with the caller's data.
+	AddOutbox(ctx context.Context, now time.Time, msgs []OutboxMessage) ([]int64, error)
+	// ClaimOutbox takes up to Limit unpublished messages due at Now (their
+	// NextAttemptAt not after it) and not held by a live lease, lowest id
+	// first, and holds them for Owner until Now+LeaseFor. A message with a
+	// Key is taken only with every earlier unpublished message of its key,
+	// so that a key's messages are published in commit order: none is
+	// taken while an earlier one of its key is held by another relay or
+	// waits out a backoff. Concurrent claims never take one message
+	// twice.
+	ClaimOutbox(ctx context.Context, p OutboxClaimParams) ([]*weirtype.OutboxMessage, error)
+	// MarkPublished marks published at now the messages ids that owner
+	// holds, drops their leases, and returns how many it marked.
+	MarkPublished(ctx context.Context, now time.Time, owner string, ids []int64) (int, error)
+	// RetryOutbox records a failed publish of the messages ids that owner
+	// holds: their attempt counts grow by one, lastError is kept, their
+	// leases are dropped and they are due again at retryAt. It returns
+	// how many it updated.
+	RetryOutbox(ctx context.Context, now time.Time, owner string, ids []int64, lastError string, retryAt time.Time) (int, error)
+	// PurgeOutbox deletes up to limit messages published before before,
+	// oldest first, and returns how many it deleted.
+	PurgeOutbox(ctx context.Context, before time.Time, limit int) (int, error)
+	// RecordInbox records, at now, that the message id of topic was
+	// handled, and reports whether this was the first time: false means a
+	// duplicate (the record exists), changing nothing. In the consumer's
+	// transaction, the record commits with the handler's effects.
+	RecordInbox(ctx context.Context, now time.Time, topic, id string) (first bool, err error)
+	// PurgeInbox deletes up to limit inbox records made before before and
+	// returns how many it deleted.
+	PurgeInbox(ctx context.Context, before time.Time, limit int) (int, error)
+
 	// GetDeadLetter returns the dead letter with the id, or ErrNotFound.
 	GetDeadLetter(ctx context.Context, id int64) (*weirtype.DeadLetter, error)
 	// ListDeadLetters returns the dead letters that match f, lowest id
@@ -226,6 +259,27 @@ type DeadLetterFilter struct {
 	// ignore them.
 	AfterID int64
 	Limit   int
+}
+
+// OutboxMessage is a message to publish through the outbox.
+type OutboxMessage struct {
+	// Topic is where the message goes. Required.
+	Topic string
+	// Key orders messages: those of one key are published in commit
+	// order. Optional.
+	Key string
+	// Payload is the message's body.
+	Payload []byte
+	// Headers are carried to the broker.
+	Headers map[string]string
+}
+
+// OutboxClaimParams is what ClaimOutbox takes.
+type OutboxClaimParams struct {
+	Now      time.Time
+	Limit    int    // at least 1
+	Owner    string // required: the relay's id
+	LeaseFor time.Duration
 }
 
 // LateResultFilter selects late results. Zero fields match everything.

@@ -214,3 +214,27 @@ type LateResult struct {
 	// AcceptedAt is when an operator accepted the result; zero until then.
 	AcceptedAt time.Time
 }
+
+// OutboxMessage is a message in the outbox: added in a caller's
+// transaction, then published by a relay.
+type OutboxMessage struct {
+	// ID is the message's stable id: carried to the broker as its message
+	// id, so that a republish after a crash is recognised as a duplicate.
+	ID      int64
+	Topic   string
+	Key     string
+	Payload []byte
+	Headers map[string]string
+	// CreatedAt is when it was added; PublishedAt when the broker
+	// confirmed it (zero until then).
+	CreatedAt   time.Time
+	PublishedAt time.Time
+	// Attempts counts the failed publishes; LastError is the last one's.
+	Attempts  int
+	LastError string
+	// NextAttemptAt is when it may be published (again).
+	NextAttemptAt time.Time
+	// LeaseOwner and LeaseExpiresAt name the relay that holds it, if any.
+	LeaseOwner     string
+	LeaseExpiresAt time.Time
+}

@@ -79,6 +79,45 @@
 // requeue or a purge). A purge keeps late results, as a record. ListStuck
 // reads the partial index of running jobs (weir_jobs_lease).
 //
+// # Outbox and inbox
+//
+// [Store.Tx]'s AddOutbox writes messages into weir_outbox in the caller's
+// transaction, one INSERT … SELECT FROM unnest(…) for the lot, so that they
+// commit or roll back with the caller's data; a message's id, drawn from
+// the table's identity, is its stable id at the broker. Relays claim them
+// with a lease, as workers claim jobs, in a pipelined batch of two
+// statements, one round trip:
+//
+//	SELECT pg_advisory_xact_lock(<the schema's outbox key>);
+//	WITH candidate AS (SELECT id, key FROM weir_outbox
+//	                   WHERE <unpublished, due, no live lease, its key's first unpublished message not blocked>
+//	                   ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED),
+//	     taken AS (SELECT id FROM candidate
+//	               WHERE <every earlier unpublished message of its key is a candidate>)
+//	UPDATE weir_outbox SET lease_owner = …, lease_expires_at = … FROM taken … RETURNING …
+//
+// The advisory lock serialises claims, and the UPDATE, at READ COMMITTED,
+// sees every earlier claim committed: concurrent relays neither take one
+// message twice nor skip each other's rows. Messages of one key are taken
+// in id order, none while an earlier one is held by a live lease or waits
+// out a backoff: the taken check, against the rows the claim has locked,
+// keeps the rule even against a relay's late retry or publish racing the
+// claim, whose row the claim skips. The candidates are read from the
+// partial index weir_outbox_pending in id order; a key's first unpublished
+// message is one probe of weir_outbox_key, read in order and stopped at
+// the first row. A key blocked behind its first message still costs a
+// claim one such probe for each of its messages that lie before the claim's
+// last candidate. MarkPublished and RetryOutbox write only the messages the
+// relay still holds (lease_owner, not yet published); PurgeOutbox deletes
+// the oldest published messages, read from weir_outbox_published.
+//
+// RecordInbox is INSERT … ON CONFLICT (topic, message_id) DO NOTHING into
+// weir_inbox: in the consumer's transaction, a redelivered message finds
+// the record and is a duplicate, a record another transaction has not yet
+// committed makes it wait for that one, and a rolled-back handler leaves
+// none. PurgeInbox deletes the oldest records, read from
+// weir_inbox_received_at.
+//
 // # LISTEN/NOTIFY
 //
 // Every write that makes a job available announces its queue with

@@ -35,6 +35,7 @@ type queries struct {
 	insert, byKey, getJob, wake string
 	lifecycleQueries
 	deadlineQueries
+	messagingQueries
 }
 
 // newQueries returns the statements on the tables of schema, a quoted
@@ -45,6 +46,7 @@ func newQueries(schema, channel string) queries {
 		schema:           schema,
 		lifecycleQueries: newLifecycleQueries(schema, channel),
 		deadlineQueries:  newDeadlineQueries(schema),
+		messagingQueries: newMessagingQueries(schema),
 		// Inserts a job, or, on a conflict with a job of the same key,
 		// locks that job and reclaims it if it is stuck: running, with its
 		// attempt started before the cutoff ($12). It returns the row only
@@ -120,6 +122,14 @@ func (s *Store) Executor() store.Executor { return executor{s: s} }
 // jobs (and an accept on its late result) is held until the caller's
 // transaction ends.
 func (s *Store) Tx(tx pgx.Tx) store.Executor { return executor{s: s, tx: tx} }
+
+// RunTx runs fn in a transaction of its own, with an Executor bound to it,
+// and commits if fn returned nil (rolling back otherwise): the caller's
+// writes and weir's (an inbox record, an outbox message, a job) commit as
+// one.
+func (s *Store) RunTx(ctx context.Context, fn func(tx pgx.Tx, ex store.Executor) error) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return fn(tx, s.Tx(tx)) })
+}
 
 type executor struct {
 	s  *Store

@@ -52,6 +52,7 @@ type Store struct {
 	logger     *slog.Logger
 	migrations []migration.Migration
 	lockKey    int64
+	outboxKey  int64  // see outboxLockKey
 	channel    string // see notifyChannel
 	sql        queries
 }
@@ -139,6 +140,7 @@ func newStore(pool *pgxpool.Pool, schema string, logger *slog.Logger) (*Store, e
 		logger:     logger,
 		migrations: ms,
 		lockKey:    advisoryKey(schema),
+		outboxKey:  outboxLockKey(schema),
 		channel:    notifyChannel(schema),
 		sql:        newQueries(pgx.Identifier{schema}.Sanitize(), notifyChannel(schema)),
 	}, nil

@@ -236,6 +236,25 @@ func (s *Store) Executor() store.Executor { return executor{s: s} }
 // s.DB(): the jobs it inserts commit or roll back with the caller's data.
 func (s *Store) Tx(tx *sql.Tx) store.Executor { return executor{s: s, tx: tx} }
 
+// RunTx runs fn in a transaction of its own on the write connection, with
+// an Executor bound to it, and commits if fn returned nil (rolling back
+// otherwise): the caller's writes and weir's (an inbox record, an outbox
+// message, a job) commit as one.
+func (s *Store) RunTx(ctx context.Context, fn func(tx *sql.Tx, ex store.Executor) error) error {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if err := fn(tx, s.Tx(tx)); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
 // Features declares SQLite's capabilities: one writer at a time, no
 // database notifications.
 func (s *Store) Features() store.Features {

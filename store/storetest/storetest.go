@@ -70,6 +70,7 @@ func Run(t *testing.T, h Harness) {
 	}
 	cases = append(cases, lifecycleCases()...)
 	cases = append(cases, deadlineCases()...)
+	cases = append(cases, messagingCases()...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -1,0 +1,292 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/weirtype"
+)
+
+func messagingCases() []suiteCase {
+	return []suiteCase{
+		{"OutboxAddAndClaim", testOutboxAddAndClaim},
+		{"OutboxInCallersTransaction", testOutboxTransactional},
+		{"OutboxPublishedAndRetried", testOutboxPublishAndRetry},
+		{"OutboxKeepsKeyOrder", testOutboxKeyOrder},
+		{"OutboxConcurrentClaimsTakeEachOnce", testOutboxConcurrent},
+		{"OutboxPurge", testOutboxPurge},
+		{"InboxRecordsEachMessageOnce", testInbox},
+	}
+}
+
+func claimOutbox(t *testing.T, ex store.Executor, at time.Time, owner string, limit int) []*weirtype.OutboxMessage {
+	t.Helper()
+	ms, err := ex.ClaimOutbox(context.Background(), store.OutboxClaimParams{Now: at, Limit: limit, Owner: owner, LeaseFor: lease})
+	if err != nil {
+		t.Fatalf("claim outbox: %v", err)
+	}
+	return ms
+}
+
+func outboxIDs(ms []*weirtype.OutboxMessage) []int64 {
+	out := make([]int64, len(ms))
+	for i, m := range ms {
+		out[i] = m.ID
+	}
+	return out
+}
+
+func addOutbox(t *testing.T, ex store.Executor, at time.Time, msgs ...store.OutboxMessage) []int64 {
+	t.Helper()
+	ids, err := ex.AddOutbox(context.Background(), at, msgs)
+	if err != nil {
+		t.Fatalf("add to the outbox: %v", err)
+	}
+	if len(ids) != len(msgs) {
+		t.Fatalf("add returned %d ids for %d messages", len(ids), len(msgs))
+	}
+	return ids
+}
+
+func testOutboxAddAndClaim(t *testing.T, h Harness) {
+	s := migrated(t, h)
+	ex := s.Executor()
+	in := []store.OutboxMessage{
+		{Topic: "grading.request", Key: "sub-1", Payload: []byte(`{"n":1}`), Headers: map[string]string{"type": "grading.request"}},
+		{Topic: "grading.request", Payload: []byte{0, 1, 2, 255}},
+		{Topic: "index.update", Key: "doc-9", Payload: []byte(`{}`)},
+	}
+	ids := addOutbox(t, ex, now, in...)
+	if !slices.IsSorted(ids) {
+		t.Fatalf("ids %v are not in order", ids)
+	}
+	if _, err := ex.AddOutbox(context.Background(), now, []store.OutboxMessage{{Payload: []byte("x")}}); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("add without a topic: %v, want ErrInvalid", err)
+	}
+	got := claimOutbox(t, ex, now, "r1", 10)
+	if !slices.Equal(outboxIDs(got), ids) {
+		t.Fatalf("claimed %v, want %v", outboxIDs(got), ids)
+	}
+	for i, m := range got {
+		if m.Topic != in[i].Topic || m.Key != in[i].Key || string(m.Payload) != string(in[i].Payload) || !maps.Equal(m.Headers, in[i].Headers) ||
+			!m.CreatedAt.Equal(now) || !m.PublishedAt.IsZero() || m.Attempts != 0 || m.LeaseOwner != "r1" || !m.LeaseExpiresAt.Equal(now.Add(lease)) {
+			t.Fatalf("claimed message %d: %+v, want %+v held by r1", i, *m, in[i])
+		}
+	}
+	if again := claimOutbox(t, ex, now.Add(lease), "r2", 10); len(again) != 0 {
+		t.Fatalf("a held message was claimed again while its lease lasted: %v", outboxIDs(again))
+	}
+	if after := claimOutbox(t, ex, now.Add(lease+time.Microsecond), "r2", 10); !slices.Equal(outboxIDs(after), ids) {
+		t.Fatalf("after the lease: claimed %v, want %v again", outboxIDs(after), ids)
+	}
+}
+
+func testOutboxTransactional(t *testing.T, h Harness) {
+	s := migrated(t, h)
+	for _, commit := range []bool{false, true} {
+		err := h.Tx(t, s, commit, func(ex store.Executor, _ func(string) error) error {
+			_, err := ex.AddOutbox(context.Background(), now, []store.OutboxMessage{{Topic: "t", Payload: []byte(fmt.Sprint(commit))}})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := claimOutbox(t, s.Executor(), now, "r1", 10)
+	if len(got) != 1 || string(got[0].Payload) != "true" {
+		t.Fatalf("claimed %d messages, want only the committed one", len(got))
+	}
+}
+
+func testOutboxPublishAndRetry(t *testing.T, h Harness) {
+	s := migrated(t, h)
+	ex := s.Executor()
+	ctx := context.Background()
+	ids := addOutbox(t, ex, now, store.OutboxMessage{Topic: "t"}, store.OutboxMessage{Topic: "t"})
+	claimOutbox(t, ex, now, "r1", 10)
+	if n, err := ex.MarkPublished(ctx, now, "r2", ids[:1]); err != nil || n != 0 {
+		t.Fatalf("mark published by a relay that does not hold it: %d, %v; want 0", n, err)
+	}
+	if n, err := ex.MarkPublished(ctx, now.Add(time.Second), "r1", ids[:1]); err != nil || n != 1 {
+		t.Fatalf("mark published: %d, %v; want 1", n, err)
+	}
+	retryAt := now.Add(time.Minute)
+	if n, err := ex.RetryOutbox(ctx, now.Add(time.Second), "r1", ids[1:], "broker unreachable", retryAt); err != nil || n != 1 {
+		t.Fatalf("retry: %d, %v; want 1", n, err)
+	}
+	if got := claimOutbox(t, ex, retryAt.Add(-time.Microsecond), "r2", 10); len(got) != 0 {
+		t.Fatalf("claimed %v before the retry was due (and the published one must never come back)", outboxIDs(got))
+	}
+	got := claimOutbox(t, ex, retryAt, "r2", 10)
+	if len(got) != 1 || got[0].ID != ids[1] || got[0].Attempts != 1 || got[0].LastError != "broker unreachable" || !got[0].NextAttemptAt.Equal(retryAt) {
+		t.Fatalf("claimed %+v, want the retried message with one attempt and its error", got)
+	}
+}
+
+func testOutboxKeyOrder(t *testing.T, h Harness) {
+	s := migrated(t, h)
+	ex := s.Executor()
+	ctx := context.Background()
+	ids := addOutbox(t, ex, now,
+		store.OutboxMessage{Topic: "t", Key: "A"}, store.OutboxMessage{Topic: "t", Key: "A"},
+		store.OutboxMessage{Topic: "t", Key: "A"}, store.OutboxMessage{Topic: "t", Key: "B"},
+		store.OutboxMessage{Topic: "t"})
+	a1, a2, a3, b1, free := ids[0], ids[1], ids[2], ids[3], ids[4]
+	if got := claimOutbox(t, ex, now, "r1", 1); !slices.Equal(outboxIDs(got), []int64{a1}) {
+		t.Fatalf("first claim %v, want [%d]", outboxIDs(got), a1)
+	}
+	// While r1 holds A's first message, A's later ones wait.
+	if got := claimOutbox(t, ex, now, "r2", 10); !slices.Equal(outboxIDs(got), []int64{b1, free}) {
+		t.Fatalf("second claim %v, want B's and the unkeyed one [%d %d], A's waiting behind %d", outboxIDs(got), b1, free, a1)
+	}
+	if _, err := ex.MarkPublished(ctx, now, "r2", []int64{b1, free}); err != nil {
+		t.Fatal(err)
+	}
+	retryAt := now.Add(time.Minute)
+	if _, err := ex.RetryOutbox(ctx, now, "r1", []int64{a1}, "nack", retryAt); err != nil {
+		t.Fatal(err)
+	}
+	// While A's first message waits out its backoff, A's later ones wait too.
+	if got := claimOutbox(t, ex, now.Add(time.Second), "r3", 10); len(got) != 0 {
+		t.Fatalf("claimed %v while A's first message waits for its retry", outboxIDs(got))
+	}
+	if got := claimOutbox(t, ex, retryAt, "r3", 10); !slices.Equal(outboxIDs(got), []int64{a1, a2, a3}) {
+		t.Fatalf("claim once A's first is due: %v, want [%d %d %d]", outboxIDs(got), a1, a2, a3)
+	}
+}
+
+func testOutboxConcurrent(t *testing.T, h Harness) {
+	s := migrated(t, h)
+	ex := s.Executor()
+	const n = 300
+	msgs := make([]store.OutboxMessage, n)
+	for i := range msgs {
+		msgs[i] = store.OutboxMessage{Topic: "t", Key: fmt.Sprint("k", i%7)}
+		if i%3 == 0 {
+			msgs[i].Key = ""
+		}
+	}
+	addOutbox(t, ex, now, msgs...)
+	var (
+		mu   sync.Mutex
+		seen = map[int64]int{}
+		errs []error
+		wg   sync.WaitGroup
+	)
+	for w := range 4 {
+		wg.Go(func() {
+			owner := fmt.Sprint("r", w)
+			for {
+				got, err := s.Executor().ClaimOutbox(context.Background(), store.OutboxClaimParams{Now: now, Limit: 17, Owner: owner, LeaseFor: lease})
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+					return
+				}
+				if len(got) == 0 {
+					mu.Lock()
+					done := len(seen) == n
+					mu.Unlock()
+					if done {
+						return
+					}
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				mu.Lock()
+				for _, m := range got {
+					seen[m.ID]++
+				}
+				mu.Unlock()
+				if _, err := s.Executor().MarkPublished(context.Background(), now, owner, outboxIDs(got)); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatal(errors.Join(errs...))
+	}
+	for id, c := range seen {
+		if c != 1 {
+			t.Fatalf("message %d claimed %d times", id, c)
+		}
+	}
+	if len(seen) != n {
+		t.Fatalf("%d of %d messages claimed", len(seen), n)
+	}
+}
+
+func testOutboxPurge(t *testing.T, h Harness) {
+	s := migrated(t, h)
+	ex := s.Executor()
+	ctx := context.Background()
+	ids := addOutbox(t, ex, now, store.OutboxMessage{Topic: "t"}, store.OutboxMessage{Topic: "t"}, store.OutboxMessage{Topic: "t"}, store.OutboxMessage{Topic: "t"})
+	claimOutbox(t, ex, now, "r1", 10)
+	if _, err := ex.MarkPublished(ctx, now, "r1", ids[:3]); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := ex.PurgeOutbox(ctx, now.Add(time.Hour), 2); err != nil || n != 2 {
+		t.Fatalf("purge with limit 2: %d, %v", n, err)
+	}
+	if n, err := ex.PurgeOutbox(ctx, now.Add(time.Hour), 100); err != nil || n != 1 {
+		t.Fatalf("second purge: %d, %v; want the last published one", n, err)
+	}
+	if n, err := ex.PurgeOutbox(ctx, now.Add(time.Hour), 100); err != nil || n != 0 {
+		t.Fatalf("third purge: %d, %v; the unpublished message must stay", n, err)
+	}
+	if got := claimOutbox(t, ex, now.Add(time.Hour), "r2", 10); !slices.Equal(outboxIDs(got), ids[3:]) {
+		t.Fatalf("claimed %v after purges, want the unpublished [%d]", outboxIDs(got), ids[3])
+	}
+}
+
+func testInbox(t *testing.T, h Harness) {
+	s := migrated(t, h)
+	ex := s.Executor()
+	ctx := context.Background()
+	for _, c := range []struct {
+		topic, id string
+		first     bool
+	}{
+		{"t", "m1", true}, {"t", "m1", false}, {"u", "m1", true}, {"t", "m2", true},
+	} {
+		first, err := ex.RecordInbox(ctx, now, c.topic, c.id)
+		if err != nil || first != c.first {
+			t.Fatalf("record %s/%s: %v, %v; want first=%v", c.topic, c.id, first, err, c.first)
+		}
+	}
+	// A record in a rolled-back transaction is gone with the effects.
+	if err := h.Tx(t, s, false, func(ex store.Executor, _ func(string) error) error {
+		first, err := ex.RecordInbox(ctx, now, "t", "m3")
+		if err == nil && !first {
+			err = errors.New("m3 recorded before")
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if first, err := ex.RecordInbox(ctx, now, "t", "m3"); err != nil || !first {
+		t.Fatalf("m3 after a rollback: %v, %v; want first", first, err)
+	}
+	if _, err := ex.RecordInbox(ctx, now, "t", ""); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("record without an id: %v, want ErrInvalid", err)
+	}
+	if n, err := ex.PurgeInbox(ctx, now.Add(time.Second), 100); err != nil || n != 4 {
+		t.Fatalf("purge: %d, %v; want the 4 records", n, err)
+	}
+	if first, err := ex.RecordInbox(ctx, now, "t", "m1"); err != nil || !first {
+		t.Fatalf("m1 after the purge: %v, %v; want first again", first, err)
+	}
+}
