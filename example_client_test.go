@@ -40,11 +40,10 @@ func Example() {
 		return
 	}
 
-	done := make(chan struct{})
+	ran := make(chan string, 1)
 	workers := weir.NewWorkers()
 	err = weir.AddWorker(workers, weir.WorkFunc(func(ctx context.Context, j *weir.Job[ExtractArgs]) error {
-		fmt.Printf("extracting %s (attempt %d)\n", j.Args.Path, j.Attempt)
-		close(done)
+		ran <- fmt.Sprintf("extracting %s (attempt %d)", j.Args.Path, j.Attempt)
 		return nil
 	}), weir.KindConfig{MaxAttempts: 3, Backoff: backoff.Exponential(5*time.Minute, 2, time.Hour)})
 	if err != nil {
@@ -69,7 +68,7 @@ func Example() {
 		return
 	}
 	fmt.Println("insert:", res.Outcome)
-	<-done
+	fmt.Println(<-ran) // the worker may run before Insert returns: print in order
 	// Stop waits for the running job to be recorded.
 	if err := client.Stop(ctx); err != nil {
 		fmt.Println(err)
