@@ -159,14 +159,20 @@ func TestRetryPastTheDeadlineAbandonsTheJob(t *testing.T) {
 func hungEnv(t *testing.T, kc weir.KindConfig) (*env, *blocker, *weirtype.Job) {
 	t.Helper()
 	b := newBlocker()
-	e := newEnv(t, weir.WorkFunc(b.work), kc, func(c *weir.Config) { c.SweepEvery = 1000 * time.Hour }).start()
+	// A lease longer than the wait, so that the attempt stays held however
+	// late the heartbeats run on a loaded machine (a lapsed lease would be
+	// rescued and the job claimed again, no longer stuck).
+	e := newEnv(t, weir.WorkFunc(b.work), kc, func(c *weir.Config) {
+		c.SweepEvery = 1000 * time.Hour
+		c.LeaseFor = time.Hour
+	}).start()
 	t.Cleanup(func() { close(b.release) })
 	j := e.insert(task{}, nil)
 	waitFor(t, func() bool { return b.hasStarted(1) })
 	from := e.fc.Now()
 	advanceUntil(t, e.fc, 10*time.Second, func() bool { return e.fc.Now().Sub(from) > 11*time.Minute })
-	if got := e.job(j.ID); got.State != weirtype.StateRunning || !got.LeaseExpiresAt.After(e.fc.Now()) {
-		t.Fatalf("hung job %+v, want running with its lease held", *got)
+	if got := e.job(j.ID); got.State != weirtype.StateRunning || got.Attempt != 1 || !got.LeaseExpiresAt.After(e.fc.Now()) {
+		t.Fatalf("hung job %+v, want running its first attempt with the lease held", *got)
 	}
 	return e, b, j
 }

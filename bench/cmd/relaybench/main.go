@@ -1,0 +1,177 @@
+// Command relaybench compares weir's outbox relay with publishing the same
+// messages straight through the broker's own client, with confirms, in one
+// run.
+//
+//	cd bench && go run ./cmd/relaybench -broker rabbitmq -n 50000
+//	cd bench && go run ./cmd/relaybench -broker nats -n 50000
+//
+// The relay side makes a fresh SQLite store in a temporary directory,
+// commits n messages to its outbox (-insert-batch per transaction, not
+// timed), declares a fresh topic through weir's broker driver, then starts
+// an outbox.Relay and times it from its start until the store shows all n
+// messages published.
+//
+// The raw side declares a queue (RabbitMQ: a durable quorum queue) or a
+// stream (NATS: file storage, a duplicate window) of its own and publishes
+// the same n messages with the client library alone, as a careful user
+// would: -batch at a time, each persistent with its message id, all of a
+// batch sent before waiting for the batch's confirms (amqp091-go deferred
+// confirmations; jetstream PublishMsgAsync and its PubAcks). It is timed
+// from the first publish to the last confirm.
+//
+// Every queue and stream the run made is deleted at the end. It prints the
+// settings, a table, and last a line "ratio relay/raw: X.XX" (messages per
+// second of the relay over the raw publisher's).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/pprof"
+	"text/tabwriter"
+	"time"
+)
+
+// settings are the flags, shared by both sides.
+type settings struct {
+	broker      string
+	n           int
+	batch       int
+	insertBatch int
+	keys        int
+	size        int
+	poll        time.Duration
+	url         string
+	timeout     time.Duration
+	cpuProfile  string
+	verbose     bool
+}
+
+func main() {
+	var s settings
+	flag.StringVar(&s.broker, "broker", "", "broker: rabbitmq or nats (required)")
+	flag.IntVar(&s.n, "n", 50000, "messages to publish, on each side")
+	flag.IntVar(&s.batch, "batch", 500, "the relay's Batch, and the raw side's messages per wait for confirms")
+	flag.IntVar(&s.insertBatch, "insert-batch", 1000, "messages per outbox transaction (not timed)")
+	flag.IntVar(&s.keys, "keys", 0, "spread the messages over this many keys (0: no key)")
+	flag.IntVar(&s.size, "size", 200, "body size in bytes (a JSON object)")
+	flag.DurationVar(&s.poll, "poll", 10*time.Millisecond, "the relay's PollEvery (it waits only when the outbox is empty)")
+	flag.StringVar(&s.url, "url", "", "broker URL (default: the driver's, amqp://guest:guest@127.0.0.1:5672/ or nats://127.0.0.1:4222)")
+	flag.DurationVar(&s.timeout, "timeout", 10*time.Minute, "give up a side after this long")
+	flag.StringVar(&s.cpuProfile, "cpuprofile", "", "write a CPU profile of the relay's timed phase to this file")
+	flag.BoolVar(&s.verbose, "v", false, "log the relay's and driver's warnings and errors to stderr")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Stdout, s); err != nil {
+		fmt.Fprintln(os.Stderr, "relaybench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, out io.Writer, s settings) error {
+	switch {
+	case s.broker != "rabbitmq" && s.broker != "nats":
+		return fmt.Errorf("-broker %q: want rabbitmq or nats", s.broker)
+	case s.n <= 0 || s.batch <= 0 || s.insertBatch <= 0 || s.poll <= 0 || s.timeout <= 0:
+		return errors.New("-n, -batch, -insert-batch, -poll and -timeout must be positive")
+	case s.keys < 0:
+		return errors.New("-keys must not be negative")
+	case s.size < minBodySize:
+		return fmt.Errorf("-size must be at least %d", minBodySize)
+	}
+	logger := slog.New(slog.DiscardHandler)
+	if s.verbose {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	var sides sides
+	switch s.broker {
+	case "rabbitmq":
+		sides = rabbitSides()
+	case "nats":
+		sides = natsSides()
+	}
+
+	printSettings(out, s, sides)
+	var results []result
+	for _, side := range []func(context.Context, settings, *slog.Logger) (result, error){sides.relay, sides.raw} {
+		rctx, cancel := context.WithTimeout(ctx, s.timeout)
+		r, err := side(rctx, s, logger)
+		cancel()
+		if err != nil {
+			return err
+		}
+		results = append(results, r)
+		fmt.Fprintf(out, "# %s: %s\n", r.system, r.note)
+	}
+	fmt.Fprintln(out)
+	printTable(out, s, results)
+	fmt.Fprintf(out, "ratio relay/raw: %.2f\n", results[0].rate()/results[1].rate())
+	return nil
+}
+
+// sides are one broker's two ways of publishing, and what to say about
+// them in the header.
+type sides struct {
+	relay, raw func(context.Context, settings, *slog.Logger) (result, error)
+	relayDesc  string
+	rawDesc    string
+}
+
+// result is one side's measurement.
+type result struct {
+	system   string
+	messages int
+	elapsed  time.Duration
+	note     string // a line for the header: the phases' times
+}
+
+func (r result) rate() float64 { return float64(r.messages) / r.elapsed.Seconds() }
+
+func printSettings(out io.Writer, s settings, sd sides) {
+	keys := "none"
+	if s.keys > 0 {
+		keys = fmt.Sprint(s.keys)
+	}
+	fmt.Fprintf(out, "# relaybench: broker=%s messages=%d batch=%d (both) body=%dB keys=%s GOMAXPROCS=%d %s\n",
+		s.broker, s.n, s.batch, s.size, keys, runtime.GOMAXPROCS(0), runtime.Version())
+	fmt.Fprintf(out, "# relay: %s\n", sd.relayDesc)
+	fmt.Fprintf(out, "# raw: %s\n", sd.rawDesc)
+}
+
+func printTable(out io.Writer, s settings, rs []result) {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "system\tbroker\tmessages\tseconds\tmsgs/s\t")
+	for _, r := range rs {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.3f\t%.0f\t\n", r.system, s.broker, r.messages, r.elapsed.Seconds(), r.rate())
+	}
+	_ = tw.Flush()
+}
+
+// startProfile starts the CPU profile when path is set, and returns the
+// function that stops it.
+func startProfile(path string) (func() error, error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
+}

@@ -1,0 +1,279 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/weirhq/weir/broker"
+	"github.com/weirhq/weir/outbox"
+	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/store/sqlite"
+	"github.com/weirhq/weir/weirtype"
+)
+
+// weirTopic is a topic declared through a weir broker driver for one run.
+type weirTopic struct {
+	broker broker.Broker
+	topic  string
+	// stored returns how many messages the broker holds on the topic.
+	stored func(context.Context) (int, error)
+	// remove deletes what Declare made for the topic, and closes the
+	// broker and any connection of its own.
+	remove func(context.Context) error
+}
+
+// runRelay measures weir's outbox relay: it fills a fresh SQLite outbox
+// with the run's messages, untimed, then times an outbox.Relay publishing
+// them through the topic that open declares.
+func runRelay(ctx context.Context, s settings, logger *slog.Logger, open func(context.Context, settings, *slog.Logger) (*weirTopic, error)) (r result, err error) {
+	r = result{system: "relay", messages: s.n}
+	st, count, cleanup, err := openStore(ctx)
+	if err != nil {
+		return r, fmt.Errorf("relay: open store: %w", err)
+	}
+	defer cleanup()
+	wt, err := open(ctx, s, logger)
+	if err != nil {
+		return r, fmt.Errorf("relay: %w", err)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if rerr := wt.remove(rctx); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("relay: remove topic %s: %w", wt.topic, rerr))
+		}
+	}()
+
+	msgs := messages(s)
+	t0 := time.Now()
+	for i := 0; i < len(msgs); i += s.insertBatch {
+		batch := make([]store.OutboxMessage, 0, s.insertBatch)
+		for _, m := range msgs[i:min(i+s.insertBatch, len(msgs))] {
+			batch = append(batch, store.OutboxMessage{Topic: wt.topic, Key: m.key, Payload: m.body})
+		}
+		err := st.RunTx(ctx, func(_ *sql.Tx, ex store.Executor) error {
+			_, err := outbox.Add(ctx, ex, time.Now(), batch...)
+			return err
+		})
+		if err != nil {
+			return r, fmt.Errorf("relay: fill the outbox: %w", err)
+		}
+	}
+	insert := time.Since(t0)
+
+	cb := &countingBroker{Broker: wt.broker, want: int64(s.n), all: make(chan struct{})}
+	ts := &timingStore{Store: st}
+	relay, err := outbox.New(outbox.Config{
+		Store:     ts,
+		Broker:    cb,
+		ID:        "relaybench",
+		Batch:     s.batch,
+		PollEvery: s.poll,
+		Logger:    logger,
+	})
+	if err != nil {
+		return r, err
+	}
+
+	stopProfile, err := startProfile(s.cpuProfile)
+	if err != nil {
+		return r, err
+	}
+	relayCtx, stopRelay := context.WithCancel(ctx)
+	relayDone := make(chan error, 1)
+	t0 = time.Now()
+	if os.Getenv("RELAYBENCH_SKETCH") == "2" {
+		go func() { relayDone <- sketchRun2(relayCtx, st, ts, cb, s.batch) }()
+	} else if os.Getenv("RELAYBENCH_SKETCH") != "" {
+		go func() { relayDone <- sketchRun(relayCtx, ts.Executor(), cb, s.batch) }()
+	} else {
+		go func() { relayDone <- relay.Run(relayCtx) }()
+	}
+	confirmed, elapsed, err := waitPublished(ctx, cb, count, s.n, t0)
+	stopRelay()
+	rerr := <-relayDone
+	if perr := stopProfile(); err == nil {
+		err = perr
+	}
+	if err != nil {
+		return r, fmt.Errorf("relay: %w", err)
+	}
+	if !errors.Is(rerr, context.Canceled) {
+		return r, fmt.Errorf("relay: Run: %w", rerr)
+	}
+	r.elapsed = elapsed
+	if c, err := count(ctx); err != nil || c != s.n {
+		return r, fmt.Errorf("relay: the store shows %d of %d messages published at the end (%v)", c, s.n, err)
+	}
+	held, err := wt.stored(ctx)
+	if err != nil {
+		return r, fmt.Errorf("relay: count the messages on %s: %w", wt.topic, err)
+	}
+	if held < s.n {
+		return r, fmt.Errorf("relay: %s holds %d messages, want %d", wt.topic, held, s.n)
+	}
+	r.note = fmt.Sprintf("outbox filled in %.2fs (untimed); last confirm at %.3fs; store showed %d published at %.3fs; %s holds %d\n"+
+		"# relay phases: %d claims %.3fs, %d Publish calls (%d messages) %.3fs, %d marks %.3fs",
+		insert.Seconds(), confirmed.Seconds(), s.n, elapsed.Seconds(), wt.topic, held,
+		ts.claims.n.Load(), ts.claims.seconds(), cb.calls.n.Load(), cb.sent.Load(), cb.calls.seconds(), ts.marks.n.Load(), ts.marks.seconds())
+	return r, nil
+}
+
+// waitPublished waits until cb has seen n messages confirmed and then
+// until the store, through count, shows them published, and returns both
+// times from t0.
+func waitPublished(ctx context.Context, cb *countingBroker, count func(context.Context) (int, error), n int, t0 time.Time) (confirmed, elapsed time.Duration, err error) {
+	select {
+	case <-cb.all:
+		confirmed = time.Since(t0)
+	case <-ctx.Done():
+		return 0, 0, fmt.Errorf("%d of %d messages confirmed: %w", cb.confirmed.Load(), n, ctx.Err())
+	}
+	// Confirmed; the relay marks them published after that.
+	for {
+		c, err := count(ctx)
+		if err != nil {
+			return 0, 0, fmt.Errorf("count published messages: %w", err)
+		}
+		if c == n {
+			return confirmed, time.Since(t0), nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, 0, fmt.Errorf("the store shows %d of %d messages published: %w", c, n, ctx.Err())
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// phase counts the calls of one kind and their total time.
+type phase struct {
+	n     atomic.Int64
+	total atomic.Int64 // nanoseconds
+}
+
+func (p *phase) add(t0 time.Time) {
+	p.n.Add(1)
+	p.total.Add(int64(time.Since(t0)))
+}
+
+func (p *phase) seconds() float64 { return time.Duration(p.total.Load()).Seconds() }
+
+// timingStore times the relay's claims and marks: its Executor is the
+// Store's, with ClaimOutbox and MarkPublished timed.
+type timingStore struct {
+	store.Store
+	claims, marks phase
+}
+
+func (s *timingStore) Executor() store.Executor {
+	return timingExecutor{Executor: s.Store.Executor(), s: s}
+}
+
+type timingExecutor struct {
+	store.Executor
+	s *timingStore
+}
+
+func (e timingExecutor) ClaimOutbox(ctx context.Context, p store.OutboxClaimParams) ([]*weirtype.OutboxMessage, error) {
+	defer e.s.claims.add(time.Now())
+	return e.Executor.ClaimOutbox(ctx, p)
+}
+
+func (e timingExecutor) MarkPublished(ctx context.Context, now time.Time, owner string, ids []int64) (int, error) {
+	defer e.s.marks.add(time.Now())
+	return e.Executor.MarkPublished(ctx, now, owner, ids)
+}
+
+// countingBroker times its Broker's Publish calls and counts the messages
+// it confirmed, closing all when they reach want. It adds a few atomic
+// adds to each call.
+type countingBroker struct {
+	broker.Broker
+	want      int64
+	all       chan struct{}
+	calls     phase
+	sent      atomic.Int64
+	confirmed atomic.Int64
+}
+
+func (b *countingBroker) Publish(ctx context.Context, msgs []broker.Message) error {
+	t0 := time.Now()
+	err := b.Broker.Publish(ctx, msgs)
+	b.calls.add(t0)
+	b.sent.Add(int64(len(msgs)))
+	ok := int64(len(msgs))
+	var pe *broker.PublishError
+	switch {
+	case err == nil:
+	case errors.As(err, &pe):
+		for _, e := range pe.Errs {
+			if e != nil {
+				ok--
+			}
+		}
+	default:
+		ok = 0
+	}
+	if ok > 0 {
+		if c := b.confirmed.Add(ok); c >= b.want && c-ok < b.want {
+			close(b.all)
+		}
+	}
+	return err
+}
+
+// openStore opens and migrates a fresh SQLite store in a temporary
+// directory, and returns it with a function that counts its published
+// outbox messages and one that removes it.
+func openStore(ctx context.Context) (st *sqlite.Store, count func(context.Context) (int, error), cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "relaybench-")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	path := filepath.Join(dir, "weir.db")
+	st, err = sqlite.Open(ctx, sqlite.Config{Path: path})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, nil, err
+	}
+	reader, err := openSQLiteReader(path)
+	if err != nil {
+		st.Close()
+		os.RemoveAll(dir)
+		return nil, nil, nil, err
+	}
+	cleanup = func() {
+		reader.Close()
+		st.Close()
+		os.RemoveAll(dir)
+	}
+	if _, err := st.Migrate(ctx); err != nil {
+		cleanup()
+		return nil, nil, nil, err
+	}
+	return st, func(ctx context.Context) (int, error) {
+		var c int
+		err := reader.QueryRowContext(ctx, "SELECT count(*) FROM weir_outbox WHERE published_at IS NOT NULL").Scan(&c)
+		return c, err
+	}, cleanup, nil
+}
+
+// openSQLiteReader opens a read-only handle on the database file at path,
+// for counting published messages without queueing behind the relay's
+// writes.
+func openSQLiteReader(path string) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=query_only(ON)")
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	return db, nil
+}
