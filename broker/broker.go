@@ -146,9 +146,10 @@ type Features struct {
 	// Name is the driver's name.
 	Name string
 	// Dedupe is true when the broker drops a message published again with
-	// an id it has seen within its window (NATS JetStream); consumers
+	// an id it has seen within DedupeWindow (NATS JetStream); consumers
 	// dedupe through an inbox either way.
-	Dedupe bool
+	Dedupe       bool
+	DedupeWindow time.Duration
 }
 
 // PublishError is Publish's error when some messages were not confirmed.

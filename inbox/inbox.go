@@ -74,13 +74,19 @@ func Handle[T any](runTx RunTx[T], h Handler[T], cfg Config) broker.Handler {
 }
 
 // Purge deletes the inbox records older than retention (DefaultRetention
-// when zero), in batches, and returns how many it deleted.
-func Purge(ctx context.Context, s store.Store, now time.Time, retention time.Duration) (int, error) {
+// when zero), in batches, and returns how many it deleted. It refuses a
+// retention not longer than the broker's dedupe window (f, the consuming
+// broker's Features): past the window the broker no longer drops a
+// republished message, and the inbox must still know it.
+func Purge(ctx context.Context, s store.Store, now time.Time, retention time.Duration, f broker.Features) (int, error) {
 	if retention < 0 {
 		return 0, errors.New("inbox: retention is negative")
 	}
 	if retention == 0 {
 		retention = DefaultRetention
+	}
+	if retention <= f.DedupeWindow {
+		return 0, fmt.Errorf("inbox: retention %v is not longer than the %s broker's dedupe window %v", retention, f.Name, f.DedupeWindow)
 	}
 	const batch = 1000
 	total := 0

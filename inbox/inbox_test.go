@@ -77,7 +77,11 @@ func TestHandleRunsEachMessageOnce(t *testing.T) {
 	if runs != 2 || count(t, s) != 1 {
 		t.Fatalf("handler ran %d times, %d rows; want 2 runs (one failed) and one row", runs, count(t, s))
 	}
-	if n, err := inbox.Purge(context.Background(), s, fc.Now().Add(8*24*time.Hour), 0); err != nil || n != 1 {
+	window := broker.Features{Name: "nats", Dedupe: true, DedupeWindow: 2 * time.Minute}
+	if _, err := inbox.Purge(context.Background(), s, fc.Now(), time.Minute, window); err == nil {
+		t.Fatal("a retention shorter than the broker's dedupe window was accepted")
+	}
+	if n, err := inbox.Purge(context.Background(), s, fc.Now().Add(8*24*time.Hour), 0, window); err != nil || n != 1 {
 		t.Fatalf("purge after the retention: %d, %v", n, err)
 	}
 }

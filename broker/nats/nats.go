@@ -249,7 +249,7 @@ func backoff(n int, base, limit time.Duration) time.Duration {
 // Features reports what JetStream does itself: it drops a message
 // published again with an id it stored within the dedupe window.
 func (b *Broker) Features() broker.Features {
-	return broker.Features{Name: "nats", Dedupe: true}
+	return broker.Features{Name: "nats", Dedupe: true, DedupeWindow: b.cfg.DedupeWindow}
 }
 
 // Close closes the connection and, for a Broker from OpenEmbedded, shuts
