@@ -58,7 +58,7 @@ func (b *blocker) cause(attempt int) error {
 func TestDeadlineEndsTheAttemptAndAbandonsTheJob(t *testing.T) {
 	t.Parallel()
 	b := newBlocker()
-	e := newEnv(t, weir.WorkFunc(b.work), weir.KindConfig{SLA: 20 * time.Minute, StuckAfter: time.Hour}, nil).start()
+	e := newEnv(t, weir.WorkFunc(b.work), weir.KindConfig{SLA: 20 * time.Minute, StuckAfter: time.Hour}, longLease).start()
 	j := e.insert(task{}, nil)
 	if want := t0.Add(20 * time.Minute); !j.DeadlineAt.Equal(want) {
 		t.Fatalf("deadline %v, want the insert's time plus the SLA, %v", j.DeadlineAt, want)
@@ -84,7 +84,7 @@ func TestDeadlineEndsTheAttemptAndAbandonsTheJob(t *testing.T) {
 func TestSuccessAfterTheDeadlineIsALateResult(t *testing.T) {
 	t.Parallel()
 	b := newBlocker()
-	e := newEnv(t, weir.WorkFunc(b.work), weir.KindConfig{SLA: 20 * time.Minute, StuckAfter: time.Hour}, nil).start()
+	e := newEnv(t, weir.WorkFunc(b.work), weir.KindConfig{SLA: 20 * time.Minute, StuckAfter: time.Hour}, longLease).start()
 	j := e.insert(task{}, nil)
 	waitFor(t, func() bool { return b.hasStarted(1) })
 	advanceUntil(t, e.fc, 10*time.Second, func() bool { return b.cause(1) != nil })

@@ -121,7 +121,7 @@ func TestReclaimBySameClientCancelsTheEarlierAttempt(t *testing.T) {
 		causes[j.Attempt] = context.Cause(ctx)
 		mu.Unlock()
 		return ctx.Err()
-	}), weir.KindConfig{}, nil).start()
+	}), weir.KindConfig{}, longLease).start()
 	opts := &weir.InsertOpts{IdempotencyKey: "blob-1"}
 	id := e.insert(task{}, opts).ID
 	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return started[1] })
@@ -350,7 +350,7 @@ func TestAttemptAbandonedAtItsDeadlineCannotTouchTheRequeuedJob(t *testing.T) {
 		releases = append(releases, ch)
 		mu.Unlock()
 		return <-ch // ignores ctx
-	}), weir.KindConfig{SLA: 20 * time.Minute, StuckAfter: time.Hour}, nil).start()
+	}), weir.KindConfig{SLA: 20 * time.Minute, StuckAfter: 3 * time.Hour}, longLease).start()
 	t.Cleanup(func() {
 		mu.Lock()
 		defer mu.Unlock()
@@ -377,10 +377,17 @@ func TestAttemptAbandonedAtItsDeadlineCannotTouchTheRequeuedJob(t *testing.T) {
 	zombie <- errors.New("the old attempt fails late")
 	// Heartbeats must go on for the new attempt: move past its lease.
 	from := e.fc.Now()
-	advanceUntil(t, e.fc, 10*time.Second, func() bool { return e.fc.Now().Sub(from) > 2*time.Minute })
+	advanceUntil(t, e.fc, time.Minute, func() bool { return e.fc.Now().Sub(from) > 70*time.Minute })
 	if got := e.job(j.ID); got.State != weirtype.StateRunning || !got.LeaseExpiresAt.After(e.fc.Now()) {
 		t.Fatalf("job after the old attempt failed: %+v, want still running with its lease held", *got)
 	}
 	fresh <- nil
 	e.waitState(j.ID, weirtype.StateCompleted, 1)
 }
+
+// longLease gives a test's client an hour-long lease (heartbeats every 20
+// minutes), for tests that move the fake clock over many minutes while an
+// attempt runs: on a loaded machine the heartbeat loop may fall behind the
+// clock's steps, and a lapsed lease would be rescued and the job claimed
+// again, which those tests are not about.
+func longLease(c *weir.Config) { c.LeaseFor = time.Hour }

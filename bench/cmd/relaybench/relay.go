@@ -89,13 +89,7 @@ func runRelay(ctx context.Context, s settings, logger *slog.Logger, open func(co
 	relayCtx, stopRelay := context.WithCancel(ctx)
 	relayDone := make(chan error, 1)
 	t0 = time.Now()
-	if os.Getenv("RELAYBENCH_SKETCH") == "2" {
-		go func() { relayDone <- sketchRun2(relayCtx, st, ts, cb, s.batch) }()
-	} else if os.Getenv("RELAYBENCH_SKETCH") != "" {
-		go func() { relayDone <- sketchRun(relayCtx, ts.Executor(), cb, s.batch) }()
-	} else {
-		go func() { relayDone <- relay.Run(relayCtx) }()
-	}
+	go func() { relayDone <- relay.Run(relayCtx) }()
 	confirmed, elapsed, err := waitPublished(ctx, cb, count, s.n, t0)
 	stopRelay()
 	rerr := <-relayDone
