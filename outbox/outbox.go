@@ -157,33 +157,76 @@ func New(cfg Config) (*Relay, error) {
 // BrokerID is the id the relay gives the broker for outbox message id.
 func (r *Relay) BrokerID(id int64) string { return r.cfg.Source + "-" + strconv.FormatInt(id, 10) }
 
-// Run relays until ctx ends, then returns ctx's error. It waits PollEvery
-// when the outbox is empty, and while the breaker is open until its next
-// probe; it deletes published messages past Retention every
+// Run relays until ctx ends, then returns ctx's error. It works as a
+// pipeline: while one batch is being published, the previous batch's
+// outcome is written and the next batch claimed (a key's later messages
+// wait in the store until its earlier ones are marked). It waits
+// PollEvery when the outbox is empty, and while the breaker is open until
+// its next probe; it deletes published messages past Retention every
 // CleanupEvery.
 func (r *Relay) Run(ctx context.Context) error {
+	batches := make(chan []*weirtype.OutboxMessage)
+	results := make(chan outcome)
+	go func() {
+		defer close(results)
+		for b := range batches {
+			results <- r.publish(ctx, b, nil)
+		}
+	}()
+	inFlight := false
+	defer func() {
+		close(batches)
+		if inFlight {
+			r.record(ctx, <-results)
+		}
+		for range results {
+		}
+	}()
 	nextCleanup := r.cfg.Clock.Now()
+	var next []*weirtype.OutboxMessage
 	for {
 		if now := r.cfg.Clock.Now(); !now.Before(nextCleanup) {
-			if n, err := r.Cleanup(ctx); err != nil {
+			if n, err := r.Cleanup(ctx); err != nil && ctx.Err() == nil {
 				r.log.Error("delete published messages", "err", err.Error())
 			} else if n > 0 {
 				r.log.Info("deleted published messages past their retention", "messages", n)
 			}
 			nextCleanup = now.Add(r.cfg.CleanupEvery)
 		}
-		n, err := r.RelayOnce(ctx)
-		wait := time.Duration(0)
-		var open *breaker.OpenError
-		switch {
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case errors.As(err, &open):
-			wait = max(open.RetryIn, r.cfg.PollEvery)
-		case err != nil:
-			r.log.Error("relay the outbox", "err", err.Error())
+		if next != nil {
+			batches <- next
+			inFlight, next = true, nil
+		}
+		// Claim the next batch while this one is published.
+		var wait time.Duration
+		if r.cfg.Breaker.State() == breaker.Open {
 			wait = r.cfg.PollEvery
-		case n == 0:
+		} else {
+			var err error
+			next, err = r.claim(ctx)
+			switch {
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case err != nil:
+				r.log.Error("claim from the outbox", "err", err.Error())
+				wait = r.cfg.PollEvery
+			}
+		}
+		if inFlight {
+			o := <-results
+			inFlight = false
+			var open *breaker.OpenError
+			if errors.As(o.err, &open) {
+				wait = max(wait, open.RetryIn, r.cfg.PollEvery)
+			}
+			if err := r.record(ctx, o); err != nil && ctx.Err() == nil {
+				r.log.Error("record the outcome of a publish", "err", err.Error())
+			}
+			if next == nil && wait == 0 && o.claimed > 0 {
+				continue // the outbox may hold more: claim again at once
+			}
+		}
+		if next == nil && wait == 0 {
 			wait = r.cfg.PollEvery
 		}
 		if wait > 0 {
@@ -195,35 +238,70 @@ func (r *Relay) Run(ctx context.Context) error {
 			case <-t.C():
 			}
 		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 	}
 }
 
-// RelayOnce claims one batch and publishes it, and returns how many
-// messages it claimed. While the breaker is open it claims nothing and
-// returns the breaker's *breaker.OpenError.
+// RelayOnce claims one batch, publishes it and records the outcome, and
+// returns how many messages it claimed. While the breaker is open it
+// claims nothing and returns the breaker's *breaker.OpenError.
 func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 	ticket, err := r.cfg.Breaker.Allow()
 	if err != nil {
 		return 0, err
 	}
-	now := r.cfg.Clock.Now()
-	msgs, err := r.ex.ClaimOutbox(ctx, store.OutboxClaimParams{Now: now, Limit: r.cfg.Batch, Owner: r.cfg.ID, LeaseFor: r.cfg.LeaseFor})
+	msgs, err := r.claim(ctx)
 	if err != nil || len(msgs) == 0 {
 		r.cfg.Breaker.Done(ticket, breaker.Ignored)
+		return 0, err
+	}
+	return len(msgs), r.record(ctx, r.publish(ctx, msgs, &ticket))
+}
+
+// claim takes the next batch for this relay.
+func (r *Relay) claim(ctx context.Context) ([]*weirtype.OutboxMessage, error) {
+	msgs, err := r.ex.ClaimOutbox(ctx, store.OutboxClaimParams{Now: r.cfg.Clock.Now(), Limit: r.cfg.Batch, Owner: r.cfg.ID, LeaseFor: r.cfg.LeaseFor})
+	if err != nil {
+		return nil, fmt.Errorf("outbox: claim: %w", err)
+	}
+	return msgs, nil
+}
+
+// outcome is what publishing a batch did.
+type outcome struct {
+	claimed   int
+	published []int64
+	// failed are the messages not confirmed, and those behind them in
+	// their keys; attempts is the most attempts among the first failed
+	// ones, for the backoff; err is the last publish error.
+	failed   []int64
+	attempts int
+	err      error
+}
+
+// publish publishes msgs, in rounds of at most one message per key,
+// through the breaker, with ticket when the caller took one already.
+func (r *Relay) publish(ctx context.Context, msgs []*weirtype.OutboxMessage, ticket *breaker.Ticket) outcome {
+	o := outcome{claimed: len(msgs)}
+	if ticket == nil {
+		t, err := r.cfg.Breaker.Allow()
 		if err != nil {
-			return 0, fmt.Errorf("outbox: claim: %w", err)
+			o.err = err
+			for _, m := range msgs {
+				o.failed = append(o.failed, m.ID)
+			}
+			return o
 		}
-		return 0, nil
+		ticket = &t
 	}
 	failedKeys := map[string]bool{}
-	var published, failedIDs []int64
-	var failedFirst []*weirtype.OutboxMessage // the first failed message of each key, for the backoff
-	var pubErr error
 	for _, round := range rounds(msgs) {
 		var send []*weirtype.OutboxMessage
 		for _, m := range round {
-			if _, ok := failedKeys[m.Key]; ok && m.Key != "" {
-				failedIDs = append(failedIDs, m.ID) // behind a failed one of its key: retried after it
+			if m.Key != "" && failedKeys[m.Key] {
+				o.failed = append(o.failed, m.ID) // behind a failed one of its key: retried after it
 				continue
 			}
 			send = append(send, m)
@@ -247,42 +325,54 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 				merr = err
 			}
 			if merr == nil {
-				published = append(published, m.ID)
+				o.published = append(o.published, m.ID)
 				continue
 			}
-			pubErr = merr
-			failedIDs = append(failedIDs, m.ID)
+			o.err = merr
+			o.failed = append(o.failed, m.ID)
+			o.attempts = max(o.attempts, m.Attempts)
 			if m.Key != "" {
 				failedKeys[m.Key] = true
 			}
-			failedFirst = append(failedFirst, m)
 		}
 	}
-	if pubErr != nil {
-		r.cfg.Breaker.Done(ticket, breaker.Failure)
+	if o.err != nil {
+		r.cfg.Breaker.Done(*ticket, breaker.Failure)
 	} else {
-		r.cfg.Breaker.Done(ticket, breaker.Success)
+		r.cfg.Breaker.Done(*ticket, breaker.Success)
 	}
+	return o
+}
+
+// record marks o's published messages and schedules its failed ones.
+func (r *Relay) record(ctx context.Context, o outcome) error {
+	wctx := context.WithoutCancel(ctx)
 	done := r.cfg.Clock.Now()
-	if len(published) > 0 {
-		if _, err := r.ex.MarkPublished(context.WithoutCancel(ctx), done, r.cfg.ID, published); err != nil {
+	if len(o.published) > 0 {
+		if _, err := r.ex.MarkPublished(wctx, done, r.cfg.ID, o.published); err != nil {
 			// The messages go again when their leases pass: duplicates,
 			// which their ids make harmless.
-			return len(msgs), fmt.Errorf("outbox: mark %d messages published: %w", len(published), err)
+			return fmt.Errorf("outbox: mark %d messages published: %w", len(o.published), err)
 		}
 	}
-	if len(failedIDs) > 0 {
-		attempts := 0
-		for _, m := range failedFirst {
-			attempts = max(attempts, m.Attempts)
+	if len(o.failed) > 0 {
+		retryAt := done.Add(r.cfg.Backoff.Next(o.attempts+1, 0))
+		var open *breaker.OpenError
+		if errors.As(o.err, &open) {
+			retryAt = done // not tried: due again once the breaker lets it
 		}
-		retryAt := done.Add(r.cfg.Backoff.Next(attempts+1, 0))
-		if _, err := r.ex.RetryOutbox(context.WithoutCancel(ctx), done, r.cfg.ID, failedIDs, pubErr.Error(), retryAt); err != nil {
-			return len(msgs), fmt.Errorf("outbox: record %d failed publishes: %w", len(failedIDs), err)
+		msg := "not published"
+		if o.err != nil {
+			msg = o.err.Error()
 		}
-		r.log.Warn("publish failed; will retry", "messages", len(failedIDs), "retry_at", retryAt, "err", pubErr.Error())
+		if _, err := r.ex.RetryOutbox(wctx, done, r.cfg.ID, o.failed, msg, retryAt); err != nil {
+			return fmt.Errorf("outbox: record %d failed publishes: %w", len(o.failed), err)
+		}
+		if open == nil {
+			r.log.Warn("publish failed; will retry", "messages", len(o.failed), "retry_at", retryAt, "err", msg)
+		}
 	}
-	return len(msgs), nil
+	return nil
 }
 
 // rounds splits msgs, in id order, into publish rounds: round k holds the
