@@ -40,8 +40,7 @@ func (e executor) AddOutbox(ctx context.Context, now time.Time, msgs []store.Out
 	ids := make([]int64, len(msgs))
 	err := e.write(ctx, func(tx *sql.Tx) error {
 		for i, m := range msgs {
-			err := tx.QueryRowContext(ctx, `INSERT INTO weir_outbox (topic, key, payload, headers, created_at, next_attempt_at)
-				VALUES (?1, ?2, ?3, ?4, ?5, ?5) RETURNING id`, m.Topic, m.Key, m.Payload, headers[i], encodeTime(now)).Scan(&ids[i])
+			err := e.s.stmts.queryRow(ctx, tx, insertOutbox, m.Topic, m.Key, m.Payload, headers[i], encodeTime(now)).Scan(&ids[i])
 			if err != nil {
 				return fmt.Errorf("message %d: %w", i, err)
 			}
@@ -53,6 +52,18 @@ func (e executor) AddOutbox(ctx context.Context, now time.Time, msgs []store.Out
 	}
 	return ids, nil
 }
+
+// insertOutbox adds one message at ?5.
+const insertOutbox = `INSERT INTO weir_outbox (topic, key, payload, headers, created_at, next_attempt_at)
+	VALUES (?1, ?2, ?3, ?4, ?5, ?5) RETURNING id`
+
+// markPublished and retryOutbox update the messages that owner ?2 holds,
+// of the ids ?3 (a JSON array), at ?1.
+const (
+	markPublished = `UPDATE weir_outbox SET published_at = ?1, lease_owner = '', lease_expires_at = NULL WHERE ` + heldByOwner
+	retryOutbox   = `UPDATE weir_outbox SET attempts = attempts + 1, last_error = ?4, next_attempt_at = ?5, lease_owner = '', lease_expires_at = NULL
+		WHERE ` + heldByOwner
+)
 
 // claimOutbox leases, to ?2 until ?3, up to ?4 messages unpublished, due
 // at ?1 and not held by a live lease, in id order; a keyed message only if
@@ -86,9 +97,19 @@ func (e executor) ClaimOutbox(ctx context.Context, p store.OutboxClaimParams) ([
 	var msgs []*weirtype.OutboxMessage
 	err := e.write(ctx, func(tx *sql.Tx) error {
 		var err error
-		msgs, err = queryAll(ctx, tx, claimOutbox,
-			[]any{encodeTime(p.Now), p.Owner, encodeTime(p.Now.Add(p.LeaseFor)), p.Limit}, scanOutbox)
-		return err
+		rows, err := e.s.stmts.query(ctx, tx, claimOutbox, encodeTime(p.Now), p.Owner, encodeTime(p.Now.Add(p.LeaseFor)), p.Limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			m, err := scanOutbox(rows)
+			if err != nil {
+				return err
+			}
+			msgs = append(msgs, m)
+		}
+		return rows.Err()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim the outbox: %w", err)
@@ -103,8 +124,7 @@ const heldByOwner = `published_at IS NULL AND lease_owner = ?2 AND id IN (SELECT
 
 // MarkPublished marks published the messages ids that owner holds.
 func (e executor) MarkPublished(ctx context.Context, now time.Time, owner string, ids []int64) (int, error) {
-	return e.updateHeld(ctx, "mark published", now, owner, ids,
-		`UPDATE weir_outbox SET published_at = ?1, lease_owner = '', lease_expires_at = NULL WHERE `+heldByOwner)
+	return e.updateHeld(ctx, "mark published", now, owner, ids, markPublished)
 }
 
 // RetryOutbox records a failed publish of the messages ids that owner
@@ -116,9 +136,7 @@ func (e executor) RetryOutbox(ctx context.Context, now time.Time, owner string, 
 	if retryAt.IsZero() {
 		retryAt = now
 	}
-	return e.updateHeld(ctx, "retry the outbox", now, owner, ids,
-		`UPDATE weir_outbox SET attempts = attempts + 1, last_error = ?4, next_attempt_at = ?5, lease_owner = '', lease_expires_at = NULL
-		WHERE `+heldByOwner, lastError, encodeTime(retryAt))
+	return e.updateHeld(ctx, "retry the outbox", now, owner, ids, retryOutbox, lastError, encodeTime(retryAt))
 }
 
 // updateHeld runs update, whose ?1 is now, ?2 owner and ?3 the ids, with
@@ -139,7 +157,7 @@ func (e executor) updateHeld(ctx context.Context, op string, now time.Time, owne
 	}
 	var n int64
 	err = e.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, update, append([]any{encodeTime(now), owner, string(idsJSON)}, more...)...)
+		res, err := e.s.stmts.exec(ctx, tx, update, append([]any{encodeTime(now), owner, string(idsJSON)}, more...)...)
 		if err != nil {
 			return err
 		}

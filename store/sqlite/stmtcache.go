@@ -14,6 +14,7 @@ import (
 var hotQueries = []string{
 	insertJob, claimJobs, heartbeatJobs, completeJob, completeJobs, retryJob, abandonJob,
 	insertDeadLetter, snoozeJob, cancelJob, rescueExpired, releaseOwned, expireDeadlines,
+	insertOutbox, claimOutbox, markPublished, retryOutbox,
 }
 
 // stmtCache holds hotQueries prepared on the write pool, once the schema
