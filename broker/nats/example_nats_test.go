@@ -63,5 +63,5 @@ func ExampleOpenEmbedded() {
 	// Output:
 	// order-42 key=customer-7 source=checkout attempt=1 {"order":42}
 	// consume: context canceled
-	// {Name:nats Dedupe:true}
+	// {Name:nats Dedupe:true DedupeWindow:2m0s}
 }
