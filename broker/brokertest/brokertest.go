@@ -127,15 +127,17 @@ func consumer(t *testing.T, b broker.Broker, topic string, opts broker.ConsumeOp
 	return stop
 }
 
-// deadLetters records what a consumer dead-letters.
-type deadLetters struct {
+// DeadLetters records what a consumer dead-letters: pass its Func as
+// ConsumeOptions.DeadLetter.
+type DeadLetters struct {
 	mu   sync.Mutex
 	got  []broker.Delivery
 	why  []string
 	errs []error
 }
 
-func (d *deadLetters) fn(_ context.Context, dl broker.Delivery, reason string, lastErr error) error {
+// Func records a dead letter; it is a broker.DeadLetterFunc.
+func (d *DeadLetters) Func(_ context.Context, dl broker.Delivery, reason string, lastErr error) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.got = append(d.got, dl)
@@ -144,14 +146,22 @@ func (d *deadLetters) fn(_ context.Context, dl broker.Delivery, reason string, l
 	return nil
 }
 
-func (d *deadLetters) count() int {
+// Count returns how many dead letters were recorded.
+func (d *DeadLetters) Count() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return len(d.got)
 }
 
-// eventually polls cond until it holds, failing the test after limit.
-func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) {
+// All returns the recorded dead letters, their reasons and last errors.
+func (d *DeadLetters) All() ([]broker.Delivery, []string, []error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]broker.Delivery(nil), d.got...), append([]string(nil), d.why...), append([]error(nil), d.errs...)
+}
+
+// Eventually polls cond until it holds, failing the test after limit.
+func Eventually(t *testing.T, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for !cond() {
@@ -168,14 +178,14 @@ func testPublishAndConsume(t *testing.T, h Harness) {
 	publish(t, b, msgs)
 	var mu sync.Mutex
 	got := map[string]broker.Delivery{}
-	var dl deadLetters
-	consumer(t, b, topic, broker.ConsumeOptions{DeadLetter: dl.fn}, func(_ context.Context, d broker.Delivery) error {
+	var dl DeadLetters
+	consumer(t, b, topic, broker.ConsumeOptions{DeadLetter: dl.Func}, func(_ context.Context, d broker.Delivery) error {
 		mu.Lock()
 		got[d.ID] = d
 		mu.Unlock()
 		return nil
 	})
-	eventually(t, 30*time.Second, "all 100 messages consumed", func() bool {
+	Eventually(t, 30*time.Second, "all 100 messages consumed", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(got) == len(msgs)
@@ -189,8 +199,8 @@ func testPublishAndConsume(t *testing.T, h Harness) {
 			t.Fatalf("delivery of %s: %+v, want %+v at attempt 1", m.ID, d, m)
 		}
 	}
-	if dl.count() != 0 {
-		t.Fatalf("%d messages dead-lettered", dl.count())
+	if dl.Count() != 0 {
+		t.Fatalf("%d messages dead-lettered", dl.Count())
 	}
 }
 
@@ -213,8 +223,8 @@ func testRedeliveredAfterError(t *testing.T, h Harness) {
 	publish(t, b, messages(topic, 1))
 	var mu sync.Mutex
 	var attempts []int
-	var dl deadLetters
-	consumer(t, b, topic, broker.ConsumeOptions{DeadLetter: dl.fn, AckWait: time.Second}, func(_ context.Context, d broker.Delivery) error {
+	var dl DeadLetters
+	consumer(t, b, topic, broker.ConsumeOptions{DeadLetter: dl.Func, AckWait: time.Second}, func(_ context.Context, d broker.Delivery) error {
 		mu.Lock()
 		defer mu.Unlock()
 		attempts = append(attempts, d.Attempt)
@@ -223,7 +233,7 @@ func testRedeliveredAfterError(t *testing.T, h Harness) {
 		}
 		return nil
 	})
-	eventually(t, 30*time.Second, "the failed message delivered again", func() bool {
+	Eventually(t, 30*time.Second, "the failed message delivered again", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(attempts) >= 2
@@ -239,10 +249,10 @@ func testRedeliveredAfterError(t *testing.T, h Harness) {
 func testConsumerDies(t *testing.T, h Harness) {
 	b, topic := declared(t, h)
 	publish(t, b, messages(topic, 1))
-	var dl deadLetters
+	var dl DeadLetters
 	started := make(chan struct{})
 	var once sync.Once
-	stop := consumer(t, b, topic, broker.ConsumeOptions{DeadLetter: dl.fn, AckWait: time.Second}, func(ctx context.Context, d broker.Delivery) error {
+	stop := consumer(t, b, topic, broker.ConsumeOptions{DeadLetter: dl.Func, AckWait: time.Second}, func(ctx context.Context, d broker.Delivery) error {
 		once.Do(func() { close(started) })
 		<-ctx.Done() // dies mid-message: never acknowledges
 		return ctx.Err()
@@ -256,7 +266,7 @@ func testConsumerDies(t *testing.T, h Harness) {
 
 	b2 := h.Open(t)
 	got := make(chan broker.Delivery, 10)
-	consumer(t, b2, topic, broker.ConsumeOptions{DeadLetter: dl.fn, AckWait: time.Second}, func(_ context.Context, d broker.Delivery) error {
+	consumer(t, b2, topic, broker.ConsumeOptions{DeadLetter: dl.Func, AckWait: time.Second}, func(_ context.Context, d broker.Delivery) error {
 		got <- d
 		return nil
 	})
@@ -275,14 +285,14 @@ func testPoison(t *testing.T, h Harness) {
 	publish(t, b, messages(topic, 1))
 	var mu sync.Mutex
 	deliveries := 0
-	var dl deadLetters
-	consumer(t, b, topic, broker.ConsumeOptions{DeadLetter: dl.fn, MaxDeliveries: 3, AckWait: time.Second}, func(context.Context, broker.Delivery) error {
+	var dl DeadLetters
+	consumer(t, b, topic, broker.ConsumeOptions{DeadLetter: dl.Func, MaxDeliveries: 3, AckWait: time.Second}, func(context.Context, broker.Delivery) error {
 		mu.Lock()
 		deliveries++
 		mu.Unlock()
 		return errors.New("cannot parse")
 	})
-	eventually(t, time.Minute, "the poison message dead-lettered", func() bool { return dl.count() == 1 })
+	Eventually(t, time.Minute, "the poison message dead-lettered", func() bool { return dl.Count() == 1 })
 	time.Sleep(2 * time.Second) // it is not delivered again
 	mu.Lock()
 	defer mu.Unlock()
@@ -298,11 +308,11 @@ func testPoison(t *testing.T, h Harness) {
 func testPermanent(t *testing.T, h Harness) {
 	b, topic := declared(t, h)
 	publish(t, b, messages(topic, 1))
-	var dl deadLetters
-	consumer(t, b, topic, broker.ConsumeOptions{DeadLetter: dl.fn, MaxDeliveries: 5}, func(context.Context, broker.Delivery) error {
+	var dl DeadLetters
+	consumer(t, b, topic, broker.ConsumeOptions{DeadLetter: dl.Func, MaxDeliveries: 5}, func(context.Context, broker.Delivery) error {
 		return retry.Permanent(errors.New("schema violation"))
 	})
-	eventually(t, 30*time.Second, "the message dead-lettered", func() bool { return dl.count() == 1 })
+	Eventually(t, 30*time.Second, "the message dead-lettered", func() bool { return dl.Count() == 1 })
 	dl.mu.Lock()
 	defer dl.mu.Unlock()
 	if dl.why[0] != broker.ReasonPermanent || dl.got[0].Attempt != 1 {
@@ -326,8 +336,8 @@ func testRestart(t *testing.T, h Harness) {
 	b, topic := declared(t, h)
 	var mu sync.Mutex
 	seen := map[string]bool{}
-	var dl deadLetters
-	consumer(t, b, topic, broker.ConsumeOptions{DeadLetter: dl.fn, AckWait: 5 * time.Second}, func(_ context.Context, d broker.Delivery) error {
+	var dl DeadLetters
+	consumer(t, b, topic, broker.ConsumeOptions{DeadLetter: dl.Func, AckWait: 5 * time.Second}, func(_ context.Context, d broker.Delivery) error {
 		mu.Lock()
 		seen[d.ID] = true
 		mu.Unlock()
@@ -356,12 +366,12 @@ func testRestart(t *testing.T, h Harness) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
-	eventually(t, 3*time.Minute, fmt.Sprintf("all %d confirmed messages consumed", n), func() bool {
+	Eventually(t, 3*time.Minute, fmt.Sprintf("all %d confirmed messages consumed", n), func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(seen) == n
 	})
-	if dl.count() != 0 {
-		t.Fatalf("%d messages dead-lettered", dl.count())
+	if dl.Count() != 0 {
+		t.Fatalf("%d messages dead-lettered", dl.Count())
 	}
 }

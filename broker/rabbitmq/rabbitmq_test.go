@@ -231,40 +231,6 @@ func hostPort(t *testing.T, rawURL string) string {
 	return net.JoinHostPort(u.Hostname(), port)
 }
 
-// deadLetters records dead letters.
-type deadLetters struct {
-	mu   sync.Mutex
-	got  []broker.Delivery
-	why  []string
-	errs []error
-}
-
-func (d *deadLetters) fn(_ context.Context, dl broker.Delivery, reason string, lastErr error) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.got = append(d.got, dl)
-	d.why = append(d.why, reason)
-	d.errs = append(d.errs, lastErr)
-	return nil
-}
-
-func (d *deadLetters) count() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return len(d.got)
-}
-
-func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, limit)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // consume runs Consume until the test ends.
 func consume(t *testing.T, b broker.Broker, topic string, opts broker.ConsumeOptions, h broker.Handler) {
 	t.Helper()
@@ -293,28 +259,27 @@ func TestMessageOverTheDeliveryLimitReachesDeadLetterThroughTheDLQ(t *testing.T)
 	}
 	var mu sync.Mutex
 	var attempts []int
-	var dl deadLetters
+	var dl brokertest.DeadLetters
 	// MaxDeliveries above the delivery limit: RabbitMQ gives up first, as
 	// it does for a message whose consumers crash on it.
-	consume(t, b, topic, broker.ConsumeOptions{DeadLetter: dl.fn, MaxDeliveries: 10}, func(_ context.Context, d broker.Delivery) error {
+	consume(t, b, topic, broker.ConsumeOptions{DeadLetter: dl.Func, MaxDeliveries: 10}, func(_ context.Context, d broker.Delivery) error {
 		mu.Lock()
 		attempts = append(attempts, d.Attempt)
 		mu.Unlock()
 		return errors.New("crash")
 	})
-	eventually(t, 30*time.Second, "the message dead-lettered", func() bool { return dl.count() == 1 })
+	brokertest.Eventually(t, 30*time.Second, "the message dead-lettered", func() bool { return dl.Count() == 1 })
 	time.Sleep(time.Second) // and only once
 	mu.Lock()
 	defer mu.Unlock()
-	dl.mu.Lock()
-	defer dl.mu.Unlock()
+	got, why, errs := dl.All()
 	if fmt.Sprint(attempts) != "[1 2 3]" {
 		t.Errorf("attempts %v, want [1 2 3]: a delivery limit of 2 allows 2 returns", attempts)
 	}
-	d := dl.got[0]
-	if len(dl.got) != 1 || dl.why[0] != broker.ReasonMaxDeliveries || dl.errs[0] != nil ||
+	d := got[0]
+	if len(got) != 1 || why[0] != broker.ReasonMaxDeliveries || errs[0] != nil ||
 		d.ID != "m1" || d.Topic != topic || d.Key != "k" || string(d.Body) != "x" || d.Headers["h"] != "v" || len(d.Headers) != 1 || d.Attempt != 3 {
-		t.Errorf("dead letters %+v, reasons %v, errors %v; want m1 at attempt 3 with its key and headers, max deliveries, a nil error", dl.got, dl.why, dl.errs)
+		t.Errorf("dead letters %+v, reasons %v, errors %v; want m1 at attempt 3 with its key and headers, max deliveries, a nil error", got, why, errs)
 	}
 }
 
@@ -351,8 +316,8 @@ func TestUnackedByACrashedConsumerComesBackWithAHigherAttempt(t *testing.T) {
 	conn.Close()
 
 	got := make(chan broker.Delivery, 1)
-	var dl deadLetters
-	consume(t, b, topic, broker.ConsumeOptions{DeadLetter: dl.fn}, func(_ context.Context, d broker.Delivery) error {
+	var dl brokertest.DeadLetters
+	consume(t, b, topic, broker.ConsumeOptions{DeadLetter: dl.Func}, func(_ context.Context, d broker.Delivery) error {
 		select {
 		case got <- d:
 		default:
@@ -423,7 +388,7 @@ func TestConsumeOfAnUndeclaredTopicFails(t *testing.T) {
 	b := open(t, testenv.RabbitMQ(t), rabbitmq.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := b.Consume(ctx, brokertest.Topic(t), broker.ConsumeOptions{DeadLetter: (&deadLetters{}).fn},
+	err := b.Consume(ctx, brokertest.Topic(t), broker.ConsumeOptions{DeadLetter: (&brokertest.DeadLetters{}).Func},
 		func(context.Context, broker.Delivery) error { return nil })
 	if !errors.Is(err, rabbitmq.ErrNotDeclared) {
 		t.Fatalf("consume: %v, want ErrNotDeclared", err)
