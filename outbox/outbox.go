@@ -163,7 +163,9 @@ func (r *Relay) BrokerID(id int64) string { return r.cfg.Source + "-" + strconv.
 // wait in the store until its earlier ones are marked). It waits
 // PollEvery when the outbox is empty, and while the breaker is open until
 // its next probe; it deletes published messages past Retention every
-// CleanupEvery.
+// CleanupEvery. When ctx ends it records the batch being published; a
+// batch claimed but not yet sent waits out its lease (LeaseFor) before a
+// relay takes it again.
 func (r *Relay) Run(ctx context.Context) error {
 	batches := make(chan []*weirtype.OutboxMessage)
 	results := make(chan outcome)
