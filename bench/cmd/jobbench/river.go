@@ -19,6 +19,8 @@ import (
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
 
+	"github.com/weirhq/weir/bench/internal/benchdb"
+
 	// The pure-Go SQLite driver, registered as "sqlite" (weir's store
 	// uses it too).
 	_ "modernc.org/sqlite"
@@ -71,13 +73,13 @@ func runRiver(ctx context.Context, s settings, logger *slog.Logger) (result, err
 	}
 	db.SetMaxOpenConns(1)
 	defer db.Close()
-	reader, err := openSQLiteReader(path)
+	reader, err := benchdb.OpenReader(path)
 	if err != nil {
 		return result{}, err
 	}
 	defer reader.Close()
 	return measureRiver(ctx, s, logger, riversqlite.New(db), "", func(ctx context.Context) (int, error) {
-		return countSQL(ctx, reader, "SELECT count(*) FROM river_job WHERE state = 'completed'")
+		return benchdb.Count(ctx, reader, "SELECT count(*) FROM river_job WHERE state = 'completed'")
 	})
 }
 

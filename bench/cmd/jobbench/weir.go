@@ -2,22 +2,20 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/bench/internal/benchdb"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/store/postgres"
-	"github.com/weirhq/weir/store/sqlite"
 )
 
 // openWeirStore opens and migrates a fresh weir store, and returns it with
@@ -40,34 +38,11 @@ func openWeirStore(ctx context.Context, s settings) (st store.Store, count func(
 		q := "SELECT count(*) FROM " + pgx.Identifier{schema, "weir_jobs"}.Sanitize() + " WHERE state = 'completed'"
 		return ps, func(ctx context.Context) (int, error) { return countPG(ctx, ps.Pool(), q) }, cleanup, nil
 	}
-	dir, err := os.MkdirTemp("", "jobbench-weir-")
+	ss, count, cleanup, err := benchdb.OpenWeir(ctx, "jobbench-weir-", "SELECT count(*) FROM weir_jobs WHERE state = 'completed'")
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	path := filepath.Join(dir, "weir.db")
-	ss, err := sqlite.Open(ctx, sqlite.Config{Path: path})
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, nil, nil, err
-	}
-	reader, err := openSQLiteReader(path)
-	if err != nil {
-		ss.Close()
-		os.RemoveAll(dir)
-		return nil, nil, nil, err
-	}
-	cleanup = func() {
-		reader.Close()
-		ss.Close()
-		os.RemoveAll(dir)
-	}
-	if _, err := ss.Migrate(ctx); err != nil {
-		cleanup()
-		return nil, nil, nil, err
-	}
-	return ss, func(ctx context.Context) (int, error) {
-		return countSQL(ctx, reader, "SELECT count(*) FROM weir_jobs WHERE state = 'completed'")
-	}, cleanup, nil
+	return ss, count, cleanup, nil
 }
 
 // runWeir measures weir.
@@ -142,12 +117,6 @@ func countPG(ctx context.Context, pool *pgxpool.Pool, q string) (int, error) {
 	return c, err
 }
 
-func countSQL(ctx context.Context, db *sql.DB, q string) (int, error) {
-	var c int
-	err := db.QueryRowContext(ctx, q).Scan(&c)
-	return c, err
-}
-
 // dropSchema drops a benchmark schema, reporting a failure on stderr.
 func dropSchema(pool *pgxpool.Pool, schema string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -155,15 +124,4 @@ func dropSchema(pool *pgxpool.Pool, schema string) {
 	if _, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
 		fmt.Fprintf(os.Stderr, "jobbench: drop schema %s: %v\n", schema, err)
 	}
-}
-
-// openSQLiteReader opens a read-only handle on the database file at path,
-// for counting completed jobs without queueing behind the system's writes.
-func openSQLiteReader(path string) (*sql.DB, error) {
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=query_only(ON)")
-	if err != nil {
-		return nil, err
-	}
-	db.SetMaxOpenConns(1)
-	return db, nil
 }

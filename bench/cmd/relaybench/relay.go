@@ -6,15 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
+	"github.com/weirhq/weir/bench/internal/benchdb"
 	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/outbox"
 	"github.com/weirhq/weir/store"
-	"github.com/weirhq/weir/store/sqlite"
 	"github.com/weirhq/weir/weirtype"
 )
 
@@ -34,7 +32,7 @@ type weirTopic struct {
 // them through the topic that open declares.
 func runRelay(ctx context.Context, s settings, logger *slog.Logger, open func(context.Context, settings, *slog.Logger) (*weirTopic, error)) (r result, err error) {
 	r = result{system: "relay", messages: s.n}
-	st, count, cleanup, err := openStore(ctx)
+	st, count, cleanup, err := benchdb.OpenWeir(ctx, "relaybench-", "SELECT count(*) FROM weir_outbox WHERE published_at IS NOT NULL")
 	if err != nil {
 		return r, fmt.Errorf("relay: open store: %w", err)
 	}
@@ -222,52 +220,4 @@ func (b *countingBroker) Publish(ctx context.Context, msgs []broker.Message) err
 		}
 	}
 	return err
-}
-
-// openStore opens and migrates a fresh SQLite store in a temporary
-// directory, and returns it with a function that counts its published
-// outbox messages and one that removes it.
-func openStore(ctx context.Context) (st *sqlite.Store, count func(context.Context) (int, error), cleanup func(), err error) {
-	dir, err := os.MkdirTemp("", "relaybench-")
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	path := filepath.Join(dir, "weir.db")
-	st, err = sqlite.Open(ctx, sqlite.Config{Path: path})
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, nil, nil, err
-	}
-	reader, err := openSQLiteReader(path)
-	if err != nil {
-		st.Close()
-		os.RemoveAll(dir)
-		return nil, nil, nil, err
-	}
-	cleanup = func() {
-		reader.Close()
-		st.Close()
-		os.RemoveAll(dir)
-	}
-	if _, err := st.Migrate(ctx); err != nil {
-		cleanup()
-		return nil, nil, nil, err
-	}
-	return st, func(ctx context.Context) (int, error) {
-		var c int
-		err := reader.QueryRowContext(ctx, "SELECT count(*) FROM weir_outbox WHERE published_at IS NOT NULL").Scan(&c)
-		return c, err
-	}, cleanup, nil
-}
-
-// openSQLiteReader opens a read-only handle on the database file at path,
-// for counting published messages without queueing behind the relay's
-// writes.
-func openSQLiteReader(path string) (*sql.DB, error) {
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=query_only(ON)")
-	if err != nil {
-		return nil, err
-	}
-	db.SetMaxOpenConns(1)
-	return db, nil
 }
