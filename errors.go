@@ -3,10 +3,9 @@ package weir
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"time"
 
-	"github.com/weirhq/weir/resilience/retry"
+	"github.com/weirhq/weir/internal/errtype"
 )
 
 // JobSnooze returns the error a worker returns to run its job again after
@@ -77,27 +76,5 @@ var (
 // errStartAfterStop is Start's error once Stop has begun.
 var errStartAfterStop = errors.New("weir: Start: the client was stopped")
 
-// Types the attempt's recorded error type looks through: they mark or wrap
-// an error without being its kind.
-var transparent = func() map[reflect.Type]bool {
-	e := errors.New("x")
-	return map[reflect.Type]bool{
-		reflect.TypeOf(retry.Permanent(e)):  true,
-		reflect.TypeOf(retry.After(e, 0)):   true,
-		reflect.TypeOf(fmt.Errorf("%w", e)): true,
-	}
-}()
-
-// errorType is the Go type of err recorded with a failed attempt: the type
-// of the first error in its chain that is not a marker (retry.Permanent,
-// retry.After) or a fmt.Errorf wrapper.
-func errorType(err error) string {
-	for transparent[reflect.TypeOf(err)] {
-		inner := errors.Unwrap(err)
-		if inner == nil {
-			break
-		}
-		err = inner
-	}
-	return fmt.Sprintf("%T", err)
-}
+// errorType is the Go type of err recorded with a failed attempt.
+func errorType(err error) string { return errtype.Name(err) }

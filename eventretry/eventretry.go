@@ -26,6 +26,7 @@ import (
 
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/envconfig"
+	"github.com/weirhq/weir/internal/errtype"
 	"github.com/weirhq/weir/resilience/backoff"
 	"github.com/weirhq/weir/resilience/retry"
 )
@@ -228,28 +229,6 @@ func withHooks(pc retry.Config, onRetry func(retry.Event)) retry.Config {
 	return pc
 }
 
-// transparent are the types errorType looks through: they mark or wrap an
-// error without being its kind.
-var transparent = func() map[reflect.Type]bool {
-	e := errors.New("x")
-	return map[reflect.Type]bool{
-		reflect.TypeOf(NotQueryable(e)):     true,
-		reflect.TypeOf(retry.Permanent(e)):  true,
-		reflect.TypeOf(retry.After(e, 0)):   true,
-		reflect.TypeOf(fmt.Errorf("%w", e)): true,
-	}
-}()
-
-// errorType is the Go type of the first error in err's chain that is not a
-// marker (NotQueryable, retry.Permanent, retry.After) or a fmt.Errorf
-// wrapper.
-func errorType(err error) string {
-	for transparent[reflect.TypeOf(err)] {
-		inner := errors.Unwrap(err)
-		if inner == nil {
-			break
-		}
-		err = inner
-	}
-	return fmt.Sprintf("%T", err)
-}
+// errorType is the Go type of err recorded in a dead letter, looking
+// through NotQueryable as through retry's markers.
+func errorType(err error) string { return errtype.Name(err, &notQueryableError{}) }

@@ -242,7 +242,6 @@ func (e executor) GetJob(ctx context.Context, id int64) (*weirtype.Job, error) {
 	return job, nil
 }
 
-// scanner is what *sql.Row and *sql.Rows share.
 // queryAll runs the query q on db and scans every row it returns with
 // scan.
 func queryAll[T any](ctx context.Context, db interface {
@@ -264,6 +263,7 @@ func queryAll[T any](ctx context.Context, db interface {
 	return out, rows.Err()
 }
 
+// scanner is what *sql.Row and *sql.Rows share.
 type scanner interface {
 	Scan(dest ...any) error
 }
