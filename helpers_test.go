@@ -12,6 +12,7 @@ import (
 
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/internal/teststore"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/store/sqlite"
 	"github.com/weirhq/weir/weirtype"
@@ -32,16 +33,7 @@ type other struct{}
 func (other) Kind() string { return "other" }
 
 func openSQLite(t *testing.T) *sqlite.Store {
-	t.Helper()
-	s, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "weir.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	if _, err := s.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return teststore.SQLite(t, filepath.Join(t.TempDir(), "weir.db"))
 }
 
 // testLogger discards the client's logs, or writes them to stderr when

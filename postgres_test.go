@@ -2,18 +2,14 @@ package weir_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/weirhq/weir"
-	"github.com/weirhq/weir/internal/testenv"
+	"github.com/weirhq/weir/internal/teststore"
 	"github.com/weirhq/weir/store/postgres"
 	"github.com/weirhq/weir/weirtype"
 )
@@ -106,30 +102,11 @@ func TestPostgresTwoClientsCompleteEachJobOnce(t *testing.T) {
 	t.Logf("runs by client: %v", by)
 }
 
-// migratedPostgres opens a migrated store in a fresh schema named prefix
-// plus random hex, dropped when the test ends, and returns it with the
-// server's URL. It skips the test, loudly, without PostgreSQL (fails it
-// under WEIR_REQUIRE_SERVICES=1).
+// migratedPostgres opens a PostgreSQL store in a fresh schema; see
+// testenv.PostgresStore.
 func migratedPostgres(t *testing.T, prefix string, maxConns int32) (*postgres.Store, string) {
 	t.Helper()
-	ctx := context.Background()
-	url := testenv.Postgres(t)
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	s, err := postgres.Open(ctx, postgres.Config{URL: url, Schema: prefix + hex.EncodeToString(b), MaxConns: maxConns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	t.Cleanup(func() {
-		if _, err := s.Pool().Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{s.Schema()}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema: %v", err)
-		}
-	})
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return s, url
+	return teststore.PostgresStore(t, prefix, maxConns)
 }
 
 // On PostgreSQL a job inserted by another process, here another client in

@@ -18,6 +18,7 @@ import (
 
 	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/internal/crashpoint"
 	"github.com/weirhq/weir/store"
 )
 
@@ -66,6 +67,7 @@ func Handle[T any](runTx RunTx[T], h Handler[T], cfg Config) broker.Handler {
 		if err != nil {
 			return err
 		}
+		crashpoint.Hit(crashpoint.ConsumerBeforeAck)
 		if duplicate {
 			log.Info("message handled before; acknowledged without handling it again", "topic", d.Topic, "message_id", d.ID, "attempt", d.Attempt)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/broker/nats"
 	"github.com/weirhq/weir/inbox"
+	"github.com/weirhq/weir/internal/teststore"
 	"github.com/weirhq/weir/outbox"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/store/sqlite"
@@ -143,14 +144,5 @@ func TestOutboxToInboxThroughTheEmbeddedBroker(t *testing.T) {
 }
 
 func openSQLite(t *testing.T, name string) *sqlite.Store {
-	t.Helper()
-	s, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), name)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	if _, err := s.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return teststore.SQLite(t, filepath.Join(t.TempDir(), name))
 }

@@ -8,11 +8,19 @@
 // that dedupe absorb.
 //
 // Messages with one key go out in commit order: the store hands a relay a
-// key's messages only in order, and the relay publishes them in rounds,
-// at most one message of each key per round, so a key's next message is
-// sent only once the previous one was confirmed; when one fails, it and
-// the later ones of its key are retried after a backoff, in order.
-// Messages without a key are all published in the first round.
+// key's messages only in order, and none while an earlier one is held or
+// waits out a backoff; the relay publishes a batch in rounds, at most one
+// message of each key per round, so a key's next message is sent only
+// once the previous one was confirmed; when one fails, it and the later
+// ones of its key are retried after a backoff, in order. Messages without
+// a key are all published in the first round.
+//
+// On PostgreSQL several relays can run at once, each holding the messages
+// it claimed. On SQLite, whose single writer they could not share, one
+// relay at a time holds the whole outbox and the others wait to take over
+// (store.Features.ConcurrentRelays); its claims then write nothing, and it
+// records a published batch with one row, a watermark, rather than a
+// write per message.
 package outbox
 
 import (
@@ -21,11 +29,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/internal/crashpoint"
 	"github.com/weirhq/weir/resilience/backoff"
 	"github.com/weirhq/weir/resilience/breaker"
 	"github.com/weirhq/weir/store"
@@ -52,6 +62,12 @@ const (
 	DefaultRetention    = 24 * time.Hour
 	DefaultCleanupEvery = time.Minute
 	cleanupBatch        = 1000
+	// maxQueued is how many batches Run holds at most: one published, one
+	// waiting to be, one being recorded.
+	maxQueued = 3
+	// releaseTimeout bounds the write that gives back what a stopping
+	// relay holds.
+	releaseTimeout = 10 * time.Second
 )
 
 // Config configures a Relay.
@@ -67,15 +83,18 @@ type Config struct {
 	Source string
 	// ID names the relay as the holder of the messages it claims. Two
 	// relays running at once must have different IDs. Default
-	// hostname-pid.
+	// hostname-pid. On a store whose Features().ConcurrentRelays is false
+	// (SQLite) one relay at a time holds the outbox; another waits,
+	// polling, to take over once the holder's lease has ended.
 	ID string
 	// Batch is how many messages one round claims. Default 100.
 	Batch int
 	// PollEvery is how long the relay waits when the outbox is empty.
 	// Default 1 s.
 	PollEvery time.Duration
-	// LeaseFor is how long a claimed message is held before another relay
-	// may take it (this one having died). Default 1 min.
+	// LeaseFor is how long a claimed message (on SQLite: the outbox) is
+	// held before another relay may take it, this one having died; each
+	// claim renews it. Default 1 min.
 	LeaseFor time.Duration
 	// Backoff is the wait before a message whose publish failed is tried
 	// again, by its attempt count. Default 1 s ×2 up to 60 s, ±20%.
@@ -155,37 +174,59 @@ func New(cfg Config) (*Relay, error) {
 }
 
 // BrokerID is the id the relay gives the broker for outbox message id.
-func (r *Relay) BrokerID(id int64) string { return r.cfg.Source + "-" + strconv.FormatInt(id, 10) }
+func (r *Relay) BrokerID(id int64) string {
+	var buf [64]byte // on the stack unless Source is long
+	b := append(append(buf[:0], r.cfg.Source...), '-')
+	return string(strconv.AppendInt(b, id, 10))
+}
 
-// Run relays until ctx ends, then returns ctx's error. It works as a
-// pipeline: while one batch is being published, the previous batch's
-// outcome is written and the next batch claimed (a key's later messages
-// wait in the store until its earlier ones are marked). It waits
-// PollEvery when the outbox is empty, and while the breaker is open until
-// its next probe; it deletes published messages past Retention every
-// CleanupEvery. When ctx ends it records the batch being published; a
-// batch claimed but not yet sent waits out its lease (LeaseFor) before a
-// relay takes it again.
+// Run relays until ctx ends, then returns ctx's error.
+//
+// It works as a pipeline of three stages, so that the broker and the
+// store are both kept busy: while one batch is published, the next is
+// claimed and queued behind it, and the outcome of the one before is
+// recorded. A batch is claimed holding the ids of the batches not yet
+// recorded, so it holds no message of a key that they hold, and can go
+// out before their outcomes are written.
+//
+// It waits PollEvery when the outbox is empty, and while the breaker is
+// open; it deletes published messages past Retention every CleanupEvery.
+// When ctx ends it records the outcome of the batch being published, and
+// gives back what it holds and did not send (Executor.ReleaseOutbox), so
+// that another relay can take over at once.
 func (r *Relay) Run(ctx context.Context) error {
-	batches := make(chan []*weirtype.OutboxMessage)
-	results := make(chan outcome)
+	batches := make(chan []*weirtype.OutboxMessage, 1)
+	outcomes := make(chan outcome, 1)
+	recorded := make(chan outcome, maxQueued)
 	go func() {
-		defer close(results)
+		defer close(outcomes)
 		for b := range batches {
-			results <- r.publish(ctx, b, nil)
+			if ctx.Err() != nil {
+				outcomes <- outcome{unsent: ids(b)}
+				continue
+			}
+			outcomes <- r.publish(ctx, b, nil)
 		}
 	}()
-	inFlight := false
+	go func() {
+		defer close(recorded)
+		for o := range outcomes {
+			r.recordUntilDone(ctx, o)
+			recorded <- o
+		}
+	}()
+	var (
+		queued [][]int64 // the ids of the batches claimed and not recorded, oldest first
+		unsent []int64   // claimed and not sent, ctx having ended: given back at the end
+	)
 	defer func() {
 		close(batches)
-		if inFlight {
-			r.record(ctx, <-results)
+		for o := range recorded {
+			unsent = append(unsent, o.unsent...)
 		}
-		for range results {
-		}
+		r.release(ctx, unsent)
 	}()
 	nextCleanup := r.cfg.Clock.Now()
-	var next []*weirtype.OutboxMessage
 	for {
 		if now := r.cfg.Clock.Now(); !now.Before(nextCleanup) {
 			if n, err := r.Cleanup(ctx); err != nil && ctx.Err() == nil {
@@ -195,76 +236,143 @@ func (r *Relay) Run(ctx context.Context) error {
 			}
 			nextCleanup = now.Add(r.cfg.CleanupEvery)
 		}
-		if next != nil {
-			batches <- next
-			inFlight, next = true, nil
-		}
-		// Claim the next batch while this one is published.
 		var wait time.Duration
-		if r.cfg.Breaker.State() == breaker.Open {
-			wait = r.cfg.PollEvery
-		} else {
-			var err error
-			next, err = r.claim(ctx)
-			switch {
-			case ctx.Err() != nil:
-				return ctx.Err()
-			case err != nil:
-				r.log.Error("claim from the outbox", "err", err.Error())
-				wait = r.cfg.PollEvery
-			}
-		}
-		if inFlight {
-			o := <-results
-			inFlight = false
+		took := func(o outcome) {
+			queued = queued[1:]
+			unsent = append(unsent, o.unsent...)
 			var open *breaker.OpenError
 			if errors.As(o.err, &open) {
 				wait = max(wait, open.RetryIn, r.cfg.PollEvery)
 			}
-			if err := r.record(ctx, o); err != nil && ctx.Err() == nil {
-				r.log.Error("record the outcome of a publish", "err", err.Error())
-			}
-			if next == nil && wait == 0 && o.claimed > 0 {
-				continue // the outbox may hold more: claim again at once
-			}
 		}
-		if next == nil && wait == 0 {
-			wait = r.cfg.PollEvery
-		}
-		if wait > 0 {
-			t := r.cfg.Clock.NewTimer(wait)
+	drain:
+		for len(queued) > 0 {
 			select {
-			case <-ctx.Done():
-				t.Stop()
-				return ctx.Err()
-			case <-t.C():
+			case o := <-recorded:
+				took(o)
+			default:
+				break drain
 			}
 		}
-		if ctx.Err() != nil {
+		switch {
+		case wait > 0:
+		case r.cfg.Breaker.State() == breaker.Open:
+			wait = r.cfg.PollEvery
+		case len(queued) < maxQueued:
+			next, err := r.claim(ctx, slices.Concat(queued...))
+			switch {
+			case ctx.Err() != nil:
+				unsent = append(unsent, ids(next)...)
+				return ctx.Err()
+			case err != nil:
+				r.log.Error("claim from the outbox", "err", err.Error())
+				wait = r.cfg.PollEvery
+			case len(next) > 0:
+				batches <- next
+				queued = append(queued, ids(next))
+				continue
+			}
+		}
+		if len(queued) > 0 {
+			select {
+			case o := <-recorded:
+				took(o)
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			if wait == 0 {
+				continue // claim again: the outbox may hold more
+			}
+		}
+		if wait == 0 {
+			wait = r.cfg.PollEvery // the outbox is empty
+		}
+		t := r.cfg.Clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
 			return ctx.Err()
+		case <-t.C():
+		}
+	}
+}
+
+// recordUntilDone records o, trying again after a backoff while the
+// store fails and ctx lasts: until it is recorded its messages stay held,
+// so that the relay claims no more behind them and does not publish them
+// again. Once ctx has ended it tries once more, for at most
+// releaseTimeout; what it cannot record then is published again by the
+// next relay (duplicates, which the ids make harmless).
+func (r *Relay) recordUntilDone(ctx context.Context, o outcome) {
+	for attempt := 1; ; attempt++ {
+		stopping := ctx.Err() != nil
+		rctx := ctx
+		if stopping {
+			var cancel context.CancelFunc
+			rctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+			defer cancel()
+		}
+		err := r.record(rctx, o)
+		switch {
+		case err == nil:
+			return
+		case stopping:
+			r.log.Warn("record the outcome of a publish while stopping; the next relay publishes it again", "err", err.Error())
+			return
+		case ctx.Err() != nil:
+			continue // ended during the write: once more, as stopping
+		}
+		wait := r.cfg.Backoff.Next(attempt, 0)
+		r.log.Error("record the outcome of a publish; will try again", "err", err.Error(), "retry_in", wait)
+		t := r.cfg.Clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C():
 		}
 	}
 }
 
 // RelayOnce claims one batch, publishes it and records the outcome, and
 // returns how many messages it claimed. While the breaker is open it
-// claims nothing and returns the breaker's *breaker.OpenError.
+// claims nothing and returns the breaker's *breaker.OpenError. If ctx
+// ends during the publish, what was not sent is given back.
 func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 	ticket, err := r.cfg.Breaker.Allow()
 	if err != nil {
 		return 0, err
 	}
-	msgs, err := r.claim(ctx)
+	msgs, err := r.claim(ctx, nil)
 	if err != nil || len(msgs) == 0 {
 		r.cfg.Breaker.Done(ticket, breaker.Ignored)
 		return 0, err
 	}
-	return len(msgs), r.record(ctx, r.publish(ctx, msgs, &ticket))
+	o := r.publish(ctx, msgs, &ticket)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	err = r.record(rctx, o)
+	if len(o.unsent) > 0 {
+		r.release(ctx, o.unsent)
+	}
+	return len(msgs), err
 }
 
-// claim takes the next batch for this relay.
-func (r *Relay) claim(ctx context.Context) ([]*weirtype.OutboxMessage, error) {
-	msgs, err := r.ex.ClaimOutbox(ctx, store.OutboxClaimParams{Now: r.cfg.Clock.Now(), Limit: r.cfg.Batch, Owner: r.cfg.ID, LeaseFor: r.cfg.LeaseFor})
+// release gives back the messages ids, which this relay claimed and did
+// not send, and on a store with one relay at a time its hold on the
+// outbox; it only logs a failure, after which they wait out their lease.
+func (r *Relay) release(ctx context.Context, ids []int64) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if _, err := r.ex.ReleaseOutbox(wctx, r.cfg.Clock.Now(), r.cfg.ID, ids); err != nil {
+		r.log.Warn("give back the messages not sent; they wait out their lease", "messages", len(ids), "err", err.Error())
+	}
+}
+
+// claim takes the next batch for this relay, which holds the messages
+// holding already.
+func (r *Relay) claim(ctx context.Context, holding []int64) ([]*weirtype.OutboxMessage, error) {
+	msgs, err := r.ex.ClaimOutbox(ctx, store.OutboxClaimParams{
+		Now: r.cfg.Clock.Now(), Limit: r.cfg.Batch, Owner: r.cfg.ID, LeaseFor: r.cfg.LeaseFor, Holding: holding})
 	if err != nil {
 		return nil, fmt.Errorf("outbox: claim: %w", err)
 	}
@@ -273,7 +381,6 @@ func (r *Relay) claim(ctx context.Context) ([]*weirtype.OutboxMessage, error) {
 
 // outcome is what publishing a batch did.
 type outcome struct {
-	claimed   int
 	published []int64
 	// failed are the messages not confirmed, and those behind them in
 	// their keys; attempts is the most attempts among the first failed
@@ -281,12 +388,15 @@ type outcome struct {
 	failed   []int64
 	attempts int
 	err      error
+	// unsent are the messages not confirmed because ctx ended: given
+	// back, with no attempt counted.
+	unsent []int64
 }
 
 // publish publishes msgs, in rounds of at most one message per key,
 // through the breaker, with ticket when the caller took one already.
 func (r *Relay) publish(ctx context.Context, msgs []*weirtype.OutboxMessage, ticket *breaker.Ticket) outcome {
-	o := outcome{claimed: len(msgs)}
+	var o outcome
 	if ticket == nil {
 		t, err := r.cfg.Breaker.Allow()
 		if err != nil {
@@ -315,6 +425,7 @@ func (r *Relay) publish(ctx context.Context, msgs []*weirtype.OutboxMessage, tic
 		for i, m := range send {
 			bm[i] = broker.Message{ID: r.BrokerID(m.ID), Topic: m.Topic, Key: m.Key, Body: m.Payload, Headers: m.Headers}
 		}
+		crashpoint.Hit(crashpoint.OutboxBeforePublish)
 		err := r.cfg.Broker.Publish(ctx, bm)
 		var pe *broker.PublishError
 		for i, m := range send {
@@ -338,9 +449,13 @@ func (r *Relay) publish(ctx context.Context, msgs []*weirtype.OutboxMessage, tic
 			}
 		}
 	}
-	if o.err != nil {
+	switch {
+	case ctx.Err() != nil:
+		r.cfg.Breaker.Done(*ticket, breaker.Ignored)
+		o.unsent, o.failed, o.err = o.failed, nil, nil
+	case o.err != nil:
 		r.cfg.Breaker.Done(*ticket, breaker.Failure)
-	} else {
+	default:
 		r.cfg.Breaker.Done(*ticket, breaker.Success)
 	}
 	return o
@@ -348,12 +463,13 @@ func (r *Relay) publish(ctx context.Context, msgs []*weirtype.OutboxMessage, tic
 
 // record marks o's published messages and schedules its failed ones.
 func (r *Relay) record(ctx context.Context, o outcome) error {
-	wctx := context.WithoutCancel(ctx)
 	done := r.cfg.Clock.Now()
 	if len(o.published) > 0 {
-		if _, err := r.ex.MarkPublished(wctx, done, r.cfg.ID, o.published); err != nil {
-			// The messages go again when their leases pass: duplicates,
-			// which their ids make harmless.
+		crashpoint.Hit(crashpoint.OutboxAfterPublish)
+		if _, err := r.ex.MarkPublished(ctx, done, r.cfg.ID, o.published); err != nil {
+			// Unmarked, they are published again (by Run once it gives
+			// up recording, or by another relay after this one's lease):
+			// duplicates, which their ids make harmless.
 			return fmt.Errorf("outbox: mark %d messages published: %w", len(o.published), err)
 		}
 	}
@@ -367,7 +483,7 @@ func (r *Relay) record(ctx context.Context, o outcome) error {
 		if o.err != nil {
 			msg = o.err.Error()
 		}
-		if _, err := r.ex.RetryOutbox(wctx, done, r.cfg.ID, o.failed, msg, retryAt); err != nil {
+		if _, err := r.ex.RetryOutbox(ctx, done, r.cfg.ID, o.failed, msg, retryAt); err != nil {
 			return fmt.Errorf("outbox: record %d failed publishes: %w", len(o.failed), err)
 		}
 		if open == nil {
@@ -375,6 +491,15 @@ func (r *Relay) record(ctx context.Context, o outcome) error {
 		}
 	}
 	return nil
+}
+
+// ids returns msgs' ids.
+func ids(msgs []*weirtype.OutboxMessage) []int64 {
+	out := make([]int64, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.ID
+	}
+	return out
 }
 
 // rounds splits msgs, in id order, into publish rounds: round k holds the

@@ -3,10 +3,12 @@ package outbox_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
-	"path/filepath"
+	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -68,14 +70,7 @@ func (b *fakeBroker) ids() []string {
 
 func newRelay(t *testing.T, b broker.Broker, mod func(*outbox.Config)) (*outbox.Relay, *sqlite.Store, *clock.Fake) {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "weir.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	if _, err := s.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	s := openSQLite(t, "weir.db")
 	fc := clock.NewFake(t0)
 	cfg := outbox.Config{Store: s, Broker: b, ID: "relay-1", Clock: fc, Logger: slog.New(slog.DiscardHandler),
 		Backoff: backoff.Constant(10 * time.Second).WithJitter(backoff.JitterNone)}
@@ -193,7 +188,7 @@ func TestRelayBreakerOpens(t *testing.T) {
 	if !errors.As(err, &open) {
 		t.Fatalf("RelayOnce after 3 failures: %v, want the open breaker's error", err)
 	}
-	msgs, err := s.Executor().ClaimOutbox(context.Background(), store.OutboxClaimParams{Now: fc.Now(), Limit: 10, Owner: "check", LeaseFor: time.Minute})
+	msgs, err := s.Executor().ClaimOutbox(context.Background(), store.OutboxClaimParams{Now: fc.Now(), Limit: 10, Owner: "relay-1", LeaseFor: time.Minute})
 	if err != nil || len(msgs) != 1 || msgs[0].Attempts != 3 || msgs[0].LastError != "connection refused" {
 		t.Fatalf("the message after the breaker opened: %+v, %v; want 3 attempts recorded and no more", msgs, err)
 	}
@@ -219,4 +214,235 @@ func TestRelayCleanup(t *testing.T) {
 	if n, err := r.RelayOnce(context.Background()); err != nil || n != 1 {
 		t.Fatalf("the pending message after cleanup: %d, %v", n, err)
 	}
+}
+
+// On SQLite one relay at a time holds the outbox: a second one waits, and
+// takes over as soon as the first stops and gives the outbox back, not a
+// lease later.
+func TestRelayHandsOverWhenItStops(t *testing.T) {
+	s := openSQLite(t, "weir.db")
+	brokers := []*fakeBroker{{}, {}}
+	stops := make([]context.CancelFunc, 2)
+	done := make([]chan error, 2)
+	for i, b := range brokers {
+		r, err := outbox.New(outbox.Config{Store: s, Broker: b, ID: fmt.Sprint("relay-", i), PollEvery: 5 * time.Millisecond,
+			LeaseFor: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, stop := context.WithCancel(context.Background())
+		stops[i], done[i] = stop, make(chan error, 1)
+		go func() { done[i] <- r.Run(ctx) }()
+		t.Cleanup(func() {
+			stop()
+			<-done[i]
+		})
+	}
+	published := func() int { return len(brokers[0].ids()) + len(brokers[1].ids()) }
+	waitFor := func(want int) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for published() < want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d messages published after 20 s (relay-0 %d, relay-1 %d)", published(), want, len(brokers[0].ids()), len(brokers[1].ids()))
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	msgs := func(n int) []store.OutboxMessage {
+		out := make([]store.OutboxMessage, n)
+		for i := range out {
+			out[i] = store.OutboxMessage{Topic: "t", Key: fmt.Sprint("k", i%3)}
+		}
+		return out
+	}
+	addInTx(t, s, time.Now(), true, msgs(150)...)
+	waitFor(150)
+	holder := 0
+	if len(brokers[1].ids()) > 0 {
+		holder = 1
+	}
+	if other := len(brokers[1-holder].ids()); other != 0 {
+		t.Fatalf("both relays published: relay-0 %d, relay-1 %d", len(brokers[0].ids()), len(brokers[1].ids()))
+	}
+	stops[holder]()
+	if err := <-done[holder]; !errors.Is(err, context.Canceled) {
+		t.Fatalf("relay-%d Run: %v", holder, err)
+	}
+	done[holder] <- nil // for the cleanup
+	addInTx(t, s, time.Now(), true, msgs(150)...)
+	waitFor(300)
+	if got := len(brokers[1-holder].ids()); got != 150 {
+		t.Fatalf("relay-%d published %d after relay-%d stopped, want 150", 1-holder, got, holder)
+	}
+	seen := map[string]bool{}
+	for _, b := range brokers {
+		for _, id := range b.ids() {
+			if seen[id] {
+				t.Fatalf("message %s published twice", id)
+			}
+			seen[id] = true
+		}
+	}
+}
+
+// Run keeps each key's order while batches overlap and publishes fail at
+// random: a key's messages reach the broker, counting each message's
+// first confirmed publish, in commit order.
+func TestRunKeepsKeyOrderThroughFailures(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	var mu sync.Mutex
+	b := &fakeBroker{fail: func(broker.Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if rng.IntN(5) == 0 {
+			return errors.New("nack")
+		}
+		return nil
+	}}
+	r, s, _ := newRelay(t, b, func(c *outbox.Config) {
+		c.Clock = nil
+		c.Batch = 7
+		c.PollEvery = time.Millisecond
+		c.Backoff = backoff.Constant(time.Millisecond).WithJitter(backoff.JitterNone)
+		br, err := breaker.New(breaker.Config{Name: "never opens", Strategy: breaker.Consecutive(1 << 20)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Breaker = br
+	})
+	const n = 400
+	msgs := make([]store.OutboxMessage, n)
+	for i := range msgs {
+		msgs[i] = store.OutboxMessage{Topic: "t", Key: fmt.Sprint("k", i%6)}
+		if i%5 == 0 {
+			msgs[i].Key = ""
+		}
+	}
+	ids := addInTx(t, s, time.Now(), true, msgs...)
+	runUntilCleanup(t, r)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		seen := map[string]bool{}
+		for _, id := range b.ids() {
+			seen[id] = true
+		}
+		if len(seen) == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d messages published after 30 s", len(seen), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	keyOf := map[string]string{}
+	for i, id := range ids {
+		keyOf[r.BrokerID(id)] = msgs[i].Key
+	}
+	last := map[string]string{} // key → the last message id seen
+	first := map[string]bool{}
+	b.mu.Lock()
+	got := slices.Clone(b.got)
+	b.mu.Unlock()
+	for _, m := range got {
+		if first[m.ID] {
+			continue // a republish
+		}
+		first[m.ID] = true
+		k := keyOf[m.ID]
+		if k == "" {
+			continue
+		}
+		if prev, ok := last[k]; ok && idNumber(t, prev) > idNumber(t, m.ID) {
+			t.Fatalf("key %s: %s published after %s", k, m.ID, prev)
+		}
+		last[k] = m.ID
+	}
+}
+
+// idNumber is the outbox id in a broker id "weir-<id>".
+func idNumber(t *testing.T, brokerID string) int {
+	t.Helper()
+	n, err := strconv.Atoi(strings.TrimPrefix(brokerID, outbox.DefaultSource+"-"))
+	if err != nil {
+		t.Fatalf("broker id %q: %v", brokerID, err)
+	}
+	return n
+}
+
+// failingMarks is a store whose first fails MarkPublished calls fail.
+type failingMarks struct {
+	store.Store
+	mu    sync.Mutex
+	fails int
+	calls int
+}
+
+func (f *failingMarks) Executor() store.Executor { return failingMarksExecutor{f.Store.Executor(), f} }
+
+type failingMarksExecutor struct {
+	store.Executor
+	f *failingMarks
+}
+
+func (e failingMarksExecutor) MarkPublished(ctx context.Context, now time.Time, owner string, ids []int64) (int, error) {
+	e.f.mu.Lock()
+	e.f.calls++
+	fail := e.f.fails > 0
+	if fail {
+		e.f.fails--
+	}
+	e.f.mu.Unlock()
+	if fail {
+		return 0, errors.New("disk I/O error")
+	}
+	return e.Executor.MarkPublished(ctx, now, owner, ids)
+}
+
+// When recording a publish fails, Run keeps the batch held and records it
+// again after a backoff; it does not publish it again meanwhile.
+func TestRunRetriesARecordWithoutPublishingAgain(t *testing.T) {
+	s := openSQLite(t, "weir.db")
+	fs := &failingMarks{Store: s, fails: 3}
+	b := &fakeBroker{}
+	r, err := outbox.New(outbox.Config{Store: fs, Broker: b, ID: "relay-1", PollEvery: time.Millisecond,
+		Backoff: backoff.Constant(5 * time.Millisecond).WithJitter(backoff.JitterNone), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addInTx(t, s, time.Now(), true, store.OutboxMessage{Topic: "t"}, store.OutboxMessage{Topic: "t"}, store.OutboxMessage{Topic: "t"})
+	runUntilCleanup(t, r)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var pending int
+		if err := s.DB().QueryRow(`SELECT count(*) FROM weir_outbox_pending`).Scan(&pending); err != nil {
+			t.Fatal(err)
+		}
+		if pending == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d messages still pending after 20 s", pending)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if got := b.ids(); len(got) != 3 {
+		t.Fatalf("the broker got %v: each message once, while the marks failed and were tried again", got)
+	}
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.calls != 4 {
+		t.Fatalf("%d MarkPublished calls, want 3 failed and 1 that worked", fs.calls)
+	}
+}
+
+// runUntilCleanup runs r until the test ends.
+func runUntilCleanup(t *testing.T, r *outbox.Relay) {
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() {
+		stop()
+		<-done
+	})
 }

@@ -26,9 +26,10 @@ var (
 	ErrLeaseLost = errors.New("store: lease lost")
 	// ErrFinal: the job is completed, cancelled or dead already.
 	ErrFinal = errors.New("store: job is final")
-	// ErrConflict: the job is no longer in the state the operation needs
-	// (a late result's job that was requeued, completed or purged since).
-	ErrConflict = errors.New("store: job changed since")
+	// ErrConflict: the job or workflow is no longer in the state the
+	// operation needs (a late result's job that was requeued, completed or
+	// purged since; a workflow another run moved on).
+	ErrConflict = errors.New("store: changed since")
 )
 
 // Store is a database that keeps weir's jobs.
@@ -48,6 +49,14 @@ type Store interface {
 	Features() Features
 	// Close releases the store's connections.
 	Close() error
+}
+
+// Transactor is a store that runs a function in one transaction of its
+// own, with an Executor bound to it: what fn writes through the Executor
+// commits if it returns nil, and rolls back otherwise. Both drivers are
+// Transactors.
+type Transactor interface {
+	InTx(ctx context.Context, fn func(ex Executor) error) error
 }
 
 // Executor runs the engine's queries, on a pool or inside a caller's
@@ -108,7 +117,10 @@ type Executor interface {
 	// now, with an error of type released recorded. With giveBack the
 	// attempt is given back (a graceful shutdown that ran out of time);
 	// without, it counts (a restarted process taking back what its
-	// previous run held). It returns the ids released.
+	// previous run held), and a job whose counted attempt was its last
+	// becomes dead instead, with a dead letter of reason
+	// max_attempts_exceeded, as RescueExpired does. It returns the ids of
+	// all.
 	ReleaseOwned(ctx context.Context, now time.Time, owner string, giveBack bool) ([]int64, error)
 
 	// ExpireDeadlines abandons, with reason deadline_exceeded, up to limit
@@ -157,22 +169,37 @@ type Executor interface {
 	// bound to it), they commit or roll back with the caller's data.
 	AddOutbox(ctx context.Context, now time.Time, msgs []OutboxMessage) ([]int64, error)
 	// ClaimOutbox takes up to Limit unpublished messages due at Now (their
-	// NextAttemptAt not after it) and not held by a live lease, lowest id
-	// first, and holds them for Owner until Now+LeaseFor. A message with a
-	// Key is taken only with every earlier unpublished message of its key,
-	// so that a key's messages are published in commit order: none is
-	// taken while an earlier one of its key is held by another relay or
-	// waits out a backoff. Concurrent claims never take one message
-	// twice.
+	// NextAttemptAt not after it), held by no live lease and not among
+	// Holding, lowest id first, and holds them for Owner until
+	// Now+LeaseFor. A message with a Key is taken only with every earlier
+	// unpublished message of its key, so that a key's messages are
+	// published in commit order: none is taken while an earlier one of its
+	// key is held (by another relay, or by Owner through Holding) or waits
+	// out a backoff. Concurrent claims never take one message twice.
+	//
+	// Where Features().ConcurrentRelays is false (SQLite, whose single
+	// writer several relays could not share anyway) the lease is on the
+	// whole outbox: the claim takes or renews it for Owner until
+	// Now+LeaseFor, returns nothing while another owner's lease lasts, and
+	// writes nothing to the messages it returns, so Owner must pass the
+	// ids it still holds as Holding. Once the lease ends another owner may
+	// take the outbox, with the messages the first held.
 	ClaimOutbox(ctx context.Context, p OutboxClaimParams) ([]*weirtype.OutboxMessage, error)
 	// MarkPublished marks published at now the messages ids that owner
-	// holds, drops their leases, and returns how many it marked.
+	// holds, drops their leases (where leases are per message), and
+	// returns how many it marked. A lease that has ended still holds
+	// until another owner claims.
 	MarkPublished(ctx context.Context, now time.Time, owner string, ids []int64) (int, error)
 	// RetryOutbox records a failed publish of the messages ids that owner
 	// holds: their attempt counts grow by one, lastError is kept, their
 	// leases are dropped and they are due again at retryAt. It returns
 	// how many it updated.
 	RetryOutbox(ctx context.Context, now time.Time, owner string, ids []int64, lastError string, retryAt time.Time) (int, error)
+	// ReleaseOutbox gives back the messages ids that owner holds, with no
+	// attempt counted, for any relay to claim at once, and returns how
+	// many it gave back. Where Features().ConcurrentRelays is false it
+	// ends owner's lease on the outbox, which gives back all it holds.
+	ReleaseOutbox(ctx context.Context, now time.Time, owner string, ids []int64) (int, error)
 	// PurgeOutbox deletes up to limit messages published before before,
 	// oldest first, and returns how many it deleted.
 	PurgeOutbox(ctx context.Context, before time.Time, limit int) (int, error)
@@ -184,6 +211,42 @@ type Executor interface {
 	// PurgeInbox deletes up to limit inbox records made before before and
 	// returns how many it deleted.
 	PurgeInbox(ctx context.Context, before time.Time, limit int) (int, error)
+
+	// CreateWorkflow creates the workflow p.ID, running in p.State, at now,
+	// unless one with that id exists, and returns the workflow with
+	// whether this call made it. The check and the insert are one atomic
+	// step. In the caller's transaction, the workflow commits with the
+	// caller's data.
+	CreateWorkflow(ctx context.Context, now time.Time, p WorkflowParams) (wf *weirtype.Workflow, created bool, err error)
+	// GetWorkflow returns the workflow with the id, or ErrNotFound.
+	GetWorkflow(ctx context.Context, id string) (*weirtype.Workflow, error)
+	// AdvanceWorkflow moves the running workflow p.ID from p.Version to
+	// p.State, p.Status, p.Data and p.Error at now, its version one more,
+	// and returns it. It returns ErrConflict, changing nothing, when the
+	// workflow is not running at p.Version (another run moved it on), and
+	// ErrNotFound when there is none.
+	AdvanceWorkflow(ctx context.Context, now time.Time, p AdvanceParams) (*weirtype.Workflow, error)
+	// ListWorkflows returns the workflows that match f, lowest id first.
+	ListWorkflows(ctx context.Context, f WorkflowFilter) ([]*weirtype.Workflow, error)
+
+	// BeginEffect records, at now, that the effect k is about to run and
+	// returns its record. When k was begun before, it returns that record
+	// instead, with begun false: finished, it holds the result to use
+	// instead of running the effect again; unfinished (a run cut short
+	// between the effect and its result), its Attempts grows by one and
+	// the caller must resolve it. Concurrent calls for one key begin it
+	// once.
+	BeginEffect(ctx context.Context, now time.Time, k EffectKey) (rec *weirtype.Effect, begun bool, err error)
+	// FinishEffect records result for the begun effect k at now and
+	// returns the record. An effect finished already keeps its first
+	// result, which is returned. It returns ErrNotFound when k was never
+	// begun.
+	FinishEffect(ctx context.Context, now time.Time, k EffectKey, result string) (*weirtype.Effect, error)
+	// ListEffects returns the effects of txn, by series then ordinal.
+	ListEffects(ctx context.Context, txn string) ([]*weirtype.Effect, error)
+	// CountEffects returns, for each series of txn, how many of its
+	// effects are finished.
+	CountEffects(ctx context.Context, txn string) (map[string]int, error)
 
 	// GetDeadLetter returns the dead letter with the id, or ErrNotFound.
 	GetDeadLetter(ctx context.Context, id int64) (*weirtype.DeadLetter, error)
@@ -280,6 +343,56 @@ type OutboxClaimParams struct {
 	Limit    int    // at least 1
 	Owner    string // required: the relay's id
 	LeaseFor time.Duration
+	// Holding are the ids Owner claimed before and has neither marked
+	// published nor retried yet (a batch still being published): they
+	// are not taken again, and the later messages of their keys wait.
+	Holding []int64
+}
+
+// WorkflowParams is a workflow to create.
+type WorkflowParams struct {
+	// ID names the workflow. Required.
+	ID string
+	// Name is its definition's name. Required.
+	Name string
+	// State is the state it starts in. Required.
+	State string
+	// Data is its user data, at most weirtype.MaxWorkflowData bytes.
+	Data []byte
+}
+
+// AdvanceParams is a workflow's transition.
+type AdvanceParams struct {
+	ID string
+	// Version is the version the transition starts from.
+	Version int64
+	// State, Status, Data and Error are the workflow's after it. State is
+	// required; Status defaults to running.
+	State  string
+	Status weirtype.WorkflowStatus
+	Data   []byte
+	Error  string
+}
+
+// WorkflowFilter selects workflows. Zero fields match everything.
+type WorkflowFilter struct {
+	Name   string
+	Status weirtype.WorkflowStatus
+	// UpdatedBefore keeps those last updated before it: running ones that
+	// made no progress since, say.
+	UpdatedBefore time.Time
+	// AfterID and Limit page: ids greater than AfterID, at most Limit of
+	// them (0: no limit).
+	AfterID string
+	Limit   int
+}
+
+// EffectKey identifies a side effect in the ledger.
+type EffectKey struct {
+	Txn    string // required
+	Series string
+	// Ordinal places the effect in its series; 0 for an effect alone.
+	Ordinal int64
 }
 
 // LateResultFilter selects late results. Zero fields match everything.
@@ -326,6 +439,10 @@ type Features struct {
 	// (PostgreSQL LISTEN/NOTIFY); otherwise the engine signals in process
 	// and polls.
 	Notify bool
+	// ConcurrentRelays is true when several outbox relays can claim at
+	// once, each holding its own messages (PostgreSQL); otherwise one
+	// relay at a time holds the whole outbox (see Executor.ClaimOutbox).
+	ConcurrentRelays bool
 }
 
 // Defaults for InsertParams.

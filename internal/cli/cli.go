@@ -78,6 +78,25 @@ func commands() []command {
 			},
 		},
 		{
+			name:    "chaos",
+			summary: "kill a weir worker again and again mid-work, then check nothing was lost or done twice",
+			usage:   "weir chaos [-docs N] [-pages N] [-poison-every N] [-kills K] [-seed S] [-dir DIR]",
+			help: "Runs \"weir chaos-worker\" on a workload of documents (pages written as blob\n" +
+				"files and an index entry, through a workflow, the effect ledger, the outbox\n" +
+				"and an embedded NATS broker) and kills it with SIGKILL K times, at seeded\n" +
+				"random moments and at named crash points, restarting it each time; then lets\n" +
+				"it finish and checks every document. It prints the seed first and last a line\n" +
+				"\"kills=K lost=0 duplicated=0 orphaned=0\", and exits 1 if any is not 0.\n" +
+				"WEIR_CHAOS_KILLS sets the default of -kills.",
+			setup: setupChaos,
+		},
+		{
+			name:    "chaos-worker",
+			summary: "run the chaos workload in DIR until stopped (weir chaos runs it)",
+			usage:   "weir chaos-worker DIR",
+			setup:   setupChaosWorker,
+		},
+		{
 			name:    "version",
 			summary: "print the weir version, the Go version and the VCS revision",
 			usage:   "weir version",

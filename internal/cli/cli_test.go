@@ -299,3 +299,16 @@ func TestConfigRefusesBadValue(t *testing.T) {
 		t.Fatalf("printed a config despite the bad value: %q", out.String())
 	}
 }
+
+func TestChaosRefusesBadInput(t *testing.T) {
+	if code, _, stderr := run("chaos", "extra"); code != 2 || !strings.Contains(stderr, `unexpected argument "extra"`) {
+		t.Fatalf("chaos extra: %d, %q", code, stderr)
+	}
+	t.Setenv("WEIR_CHAOS_KILLS", "many")
+	if code, _, stderr := run("chaos", "-docs", "1"); code != 1 || !strings.Contains(stderr, `WEIR_CHAOS_KILLS="many"`) {
+		t.Fatalf("chaos with a bad WEIR_CHAOS_KILLS: %d, %q", code, stderr)
+	}
+	if code, _, stderr := run("chaos-worker"); code != 2 || !strings.Contains(stderr, "want the run's directory") {
+		t.Fatalf("chaos-worker without a directory: %d, %q", code, stderr)
+	}
+}

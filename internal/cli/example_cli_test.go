@@ -21,9 +21,11 @@ func ExampleMain() {
 	//
 	// Commands:
 	//
-	// 	help     show this help, or the help of one command
-	// 	config   print the configuration read from WEIR_* variables, refusing bad values
-	// 	version  print the weir version, the Go version and the VCS revision
+	// 	help          show this help, or the help of one command
+	// 	config        print the configuration read from WEIR_* variables, refusing bad values
+	// 	chaos         kill a weir worker again and again mid-work, then check nothing was lost or done twice
+	// 	chaos-worker  run the chaos workload in DIR until stopped (weir chaos runs it)
+	// 	version       print the weir version, the Go version and the VCS revision
 	//
 	// More commands, to run and operate the ingestion service, arrive with it.
 	//

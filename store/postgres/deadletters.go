@@ -232,6 +232,11 @@ func queryAll[T any](ctx context.Context, q querier, sql string, args []any, sca
 	if err != nil {
 		return nil, err
 	}
+	return collect(rows, scan)
+}
+
+// collect scans every row of rows with scan, and closes rows.
+func collect[T any](rows pgx.Rows, scan func(pgx.Row) (T, error)) ([]T, error) {
 	defer rows.Close()
 	var out []T
 	for rows.Next() {

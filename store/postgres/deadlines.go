@@ -266,24 +266,7 @@ func (e executor) ListLateResults(ctx context.Context, f store.LateResultFilter)
 	if f.Pending {
 		conds = append(conds, "accepted_at IS NULL")
 	}
-	sql := `SELECT ` + lateResultColumns + ` FROM ` + e.s.sql.schema + `.weir_late_results`
-	if len(conds) > 0 {
-		sql += ` WHERE ` + strings.Join(conds, " AND ")
-	}
-	sql += ` ORDER BY id`
-	if f.Limit > 0 {
-		args = append(args, f.Limit)
-		sql += ` LIMIT $` + strconv.Itoa(len(args))
-	}
-	var lrs []*weirtype.LateResult
-	err := e.run(ctx, func(q querier) (err error) {
-		lrs, err = queryAll(ctx, q, sql, args, scanLateResult)
-		return err
-	})
-	if err != nil {
-		return nil, dbError(op, err)
-	}
-	return lrs, nil
+	return listPage(ctx, e, op, `SELECT `+lateResultColumns+` FROM `+e.s.sql.schema+`.weir_late_results`, conds, args, f.Limit, scanLateResult)
 }
 
 // AcceptLateResult completes the job of the late result with the id, in

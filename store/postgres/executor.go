@@ -36,6 +36,7 @@ type queries struct {
 	lifecycleQueries
 	deadlineQueries
 	messagingQueries
+	workflowQueries
 }
 
 // newQueries returns the statements on the tables of schema, a quoted
@@ -47,6 +48,7 @@ func newQueries(schema, channel string) queries {
 		lifecycleQueries: newLifecycleQueries(schema, channel),
 		deadlineQueries:  newDeadlineQueries(schema),
 		messagingQueries: newMessagingQueries(schema),
+		workflowQueries:  newWorkflowQueries(schema),
 		// Inserts a job, or, on a conflict with a job of the same key,
 		// locks that job and reclaims it if it is stuck: running, with its
 		// attempt started before the cutoff ($12). It returns the row only

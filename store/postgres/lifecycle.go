@@ -148,18 +148,16 @@ RETURNING ` + jobColumns,
 	WHERE j.id = expired.id AND j.state = 'running'
 	RETURNING j.id, j.state, j.kind, j.queue, j.source, j.idempotency_key, j.payload, j.attempt, j.errors, j.created_at
 ), letters AS (
-	` + insertLetter + `
-	SELECT id, kind, queue, source, idempotency_key, payload,
-		attempt, errors -> -1 ->> 'message', errors -> -1 ->> 'type', '` + string(weirtype.AbandonMaxAttempts) + `',
-		errors, created_at, $3::timestamptz
-	FROM rescued
-	WHERE state = 'dead'
+	` + spentLetters(insertLetter, "rescued", "$3") + `
 ), ` + wokenCTE(channel, "rescued") + `
 SELECT id, state = 'dead' FROM rescued WHERE ` + readWoken + ` ORDER BY id`,
+		// A counted attempt that was the job's last ends it, as a rescue
+		// does.
 		release: `WITH released AS (
 	UPDATE ` + jobs + ` SET
-		state = 'available',
-		scheduled_at = $1::timestamptz,
+		state = CASE WHEN $3::boolean OR attempt < max_attempts THEN 'available' ELSE 'dead' END,
+		scheduled_at = CASE WHEN $3::boolean OR attempt < max_attempts THEN $1::timestamptz ELSE scheduled_at END,
+		finalized_at = CASE WHEN $3::boolean OR attempt < max_attempts THEN NULL ELSE $1::timestamptz END,
 		attempt = CASE WHEN $3::boolean THEN greatest(attempt - 1, 0) ELSE attempt END,
 		updated_at = $1::timestamptz,
 		` + dropLease + `,
@@ -169,11 +167,25 @@ SELECT id, state = 'dead' FROM rescued WHERE ` + readWoken + ` ORDER BY id`,
 			'message', $5::text,
 			'type', '` + weirtype.ErrorTypeReleased + `'))
 	WHERE state = 'running' AND lease_owner = $2
-	RETURNING id, queue, state
+	RETURNING id, queue, state, kind, source, idempotency_key, payload, attempt, errors, created_at
+), letters AS (
+	` + spentLetters(insertLetter, "released", "$1") + `
 ), ` + wokenCTE(channel, "released") + `
 SELECT id FROM released WHERE ` + readWoken,
 		getDeadLetter: `SELECT ` + deadLetterColumns + ` FROM ` + letters + ` WHERE id = $1`,
 	}
+}
+
+// spentLetters writes, with insertLetter, the dead letters, reason
+// max_attempts_exceeded, of the rows of the CTE from (a job's columns and
+// its new state) that ended dead, failed at the parameter at.
+func spentLetters(insertLetter, from, at string) string {
+	return insertLetter + `
+	SELECT id, kind, queue, source, idempotency_key, payload,
+		attempt, errors -> -1 ->> 'message', errors -> -1 ->> 'type', '` + string(weirtype.AbandonMaxAttempts) + `',
+		errors, created_at, ` + at + `::timestamptz
+	FROM ` + from + `
+	WHERE state = 'dead'`
 }
 
 // querier is what a pool and a transaction both offer.
@@ -299,20 +311,7 @@ func storable(s string) string {
 
 // queryJobs runs a statement that returns rows of jobColumns.
 func queryJobs(ctx context.Context, q querier, sql string, args ...any) ([]*weirtype.Job, error) {
-	rows, err := q.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var jobs []*weirtype.Job
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, err
-		}
-		jobs = append(jobs, j)
-	}
-	return jobs, rows.Err()
+	return queryAll(ctx, q, sql, args, func(row pgx.Row) (*weirtype.Job, error) { return scanJob(row) })
 }
 
 // claimOrder orders jobs as Claim takes them: higher priority first, then

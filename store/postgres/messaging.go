@@ -18,8 +18,8 @@ import (
 
 // messagingQueries are the statements of the outbox and the inbox.
 type messagingQueries struct {
-	addOutbox, lockOutbox, claimOutbox, markPublished, retryOutbox, purgeOutbox string
-	recordInbox, purgeInbox                                                     string
+	addOutbox, lockOutbox, claimOutbox, markPublished, retryOutbox, releaseOutbox, purgeOutbox string
+	recordInbox, purgeInbox                                                                    string
 }
 
 // outboxColumns are the columns scanOutbox reads, in its order.
@@ -105,6 +105,8 @@ WHERE ` + outboxHeld,
 	next_attempt_at = $4::timestamptz,
 	` + dropLease + `
 WHERE ` + outboxHeld,
+		releaseOutbox: `UPDATE ` + outbox + ` SET ` + dropLease + `
+WHERE ` + outboxHeld,
 		// The oldest first, read from weir_outbox_published, skipping the
 		// rows another purge has locked.
 		purgeOutbox: `DELETE FROM ` + outbox + ` WHERE id IN (
@@ -187,9 +189,11 @@ func (e executor) AddOutbox(ctx context.Context, now time.Time, msgs []store.Out
 }
 
 // ClaimOutbox takes up to p.Limit messages due at p.Now, lowest id first;
-// see store.Executor. The claim is a pipelined batch of two statements,
-// one round trip, in one transaction (the batch's implicit transaction on
-// the pool, or the caller's). The first takes the schema's outbox advisory
+// see store.Executor. p.Holding changes nothing: the owner's leases keep
+// the messages it holds, and the later ones of their keys, out already.
+// The claim is a pipelined batch of two statements, one round trip, in
+// one transaction (the batch's implicit transaction on the pool, or the
+// caller's). The first takes the schema's outbox advisory
 // lock (pg_advisory_xact_lock), which serialises claims: the second, at
 // READ COMMITTED, takes its snapshot once the lock is held and sees every
 // earlier claim committed, so that concurrent relays do not skip each
@@ -224,7 +228,7 @@ func (e executor) ClaimOutbox(ctx context.Context, p store.OutboxClaimParams) ([
 		if err != nil {
 			return err
 		}
-		msgs, err = collectOutbox(rows)
+		msgs, err = collect(rows, scanOutbox)
 		if err != nil {
 			return err
 		}
@@ -267,6 +271,19 @@ func (e executor) RetryOutbox(ctx context.Context, now time.Time, owner string, 
 		retryAt = now
 	}
 	return e.execCount(ctx, op, e.s.sql.retryOutbox, ids, owner, storable(lastError), micro(retryAt))
+}
+
+// ReleaseOutbox drops owner's leases on the messages ids, in one
+// statement; see store.Executor.
+func (e executor) ReleaseOutbox(ctx context.Context, now time.Time, owner string, ids []int64) (int, error) {
+	const op = "release outbox"
+	if err := firstErr(checkOwner(op, owner), checkNow(op, now)); err != nil {
+		return 0, err
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	return e.execCount(ctx, op, e.s.sql.releaseOutbox, ids, owner)
 }
 
 // PurgeOutbox deletes up to limit messages published before before, oldest
@@ -320,20 +337,6 @@ func (e executor) execCount(ctx context.Context, op, sql string, args ...any) (i
 		return 0, dbError(op, err)
 	}
 	return int(n), nil
-}
-
-// collectOutbox scans every row of outboxColumns that rows return.
-func collectOutbox(rows pgx.Rows) ([]*weirtype.OutboxMessage, error) {
-	defer rows.Close()
-	var msgs []*weirtype.OutboxMessage
-	for rows.Next() {
-		m, err := scanOutbox(rows)
-		if err != nil {
-			return nil, err
-		}
-		msgs = append(msgs, m)
-	}
-	return msgs, rows.Err()
 }
 
 // scanOutbox reads a row of outboxColumns. Headers stored as an empty

@@ -174,10 +174,16 @@ func (s *Store) Schema() string { return s.schema }
 // and transactions (see Tx).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// Features declares what PostgreSQL supports: many writers at once, and
-// LISTEN/NOTIFY (see Listen).
+// InTx runs fn in a transaction of its own, as RunTx does, for callers
+// that need only the Executor (store.Transactor).
+func (s *Store) InTx(ctx context.Context, fn func(ex store.Executor) error) error {
+	return s.RunTx(ctx, func(_ pgx.Tx, ex store.Executor) error { return fn(ex) })
+}
+
+// Features declares what PostgreSQL supports: many writers at once,
+// LISTEN/NOTIFY (see Listen), and several outbox relays at once.
 func (s *Store) Features() store.Features {
-	return store.Features{Name: "postgres", ConcurrentWriters: true, Notify: true}
+	return store.Features{Name: "postgres", ConcurrentWriters: true, Notify: true, ConcurrentRelays: true}
 }
 
 // Close closes the pool if Open made it; a pool given to New stays open.

@@ -655,16 +655,20 @@ func timeJSON(t time.Time) string {
 
 // releaseOwned makes every running job owner ?5 holds available at ?1,
 // its attempt less ?2 (1 to give it back, 0 to count it), with an error at
-// ?3 (?1 as JSON) of message ?4 and type ?6 for its current attempt. It
+// ?3 (?1 as JSON) of message ?4 and type ?6 for its current attempt; a job
+// whose counted attempt was its last becomes dead instead. It
 // walks every running job, through their partial index: releases are rare
 // and the running jobs few, and an index of their owners would cost every
 // claim and every completion a write.
 const releaseOwned = `UPDATE weir_jobs SET
-	state = 'available', scheduled_at = ?1, updated_at = ?1, lease_owner = '', lease_expires_at = NULL,
+	state = CASE WHEN attempt - ?2 < max_attempts THEN 'available' ELSE 'dead' END,
+	scheduled_at = CASE WHEN attempt - ?2 < max_attempts THEN ?1 ELSE scheduled_at END,
+	finalized_at = CASE WHEN attempt - ?2 < max_attempts THEN finalized_at ELSE ?1 END,
+	updated_at = ?1, lease_owner = '', lease_expires_at = NULL,
 	attempt = max(attempt - ?2, 0),
 	errors = json_insert(errors, '$[#]', json_object('attempt', attempt, 'at', ?3, 'message', ?4, 'type', ?6))
 	WHERE state = 'running' AND lease_owner = ?5
-	RETURNING id`
+	RETURNING id, state`
 
 // ReleaseOwned makes every running job owner holds available at now, in
 // one UPDATE, and returns their ids in ascending order.
@@ -682,13 +686,30 @@ func (e executor) ReleaseOwned(ctx context.Context, now time.Time, owner string,
 	}
 	var ids []int64
 	err = e.write(ctx, func(tx *sql.Tx) error {
+		ids = nil
 		rows, err := e.s.stmts.query(ctx, tx, releaseOwned,
 			encodeTime(now), less, timeJSON(now), msg, owner, weirtype.ErrorTypeReleased)
 		if err != nil {
 			return err
 		}
-		ids, err = scanIDs(rows)
-		return err
+		defer rows.Close()
+		var dead []int64
+		for rows.Next() {
+			var id int64
+			var state string
+			if err := rows.Scan(&id, &state); err != nil {
+				return err
+			}
+			ids = append(ids, id)
+			if state == string(weirtype.StateDead) {
+				dead = append(dead, id)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		slices.Sort(dead)
+		return e.insertDeadLetters(ctx, tx, now, weirtype.AbandonMaxAttempts, dead)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("release the jobs of %s: %w", owner, err)

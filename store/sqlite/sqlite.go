@@ -76,6 +76,7 @@ type Store struct {
 	logger     *slog.Logger
 	migrations []migration.Migration
 	stmts      stmtCache // the hot statements, prepared on write
+	readStmts  stmtCache // the hot reads, prepared on read
 
 	closeOnce sync.Once
 	closeErr  error
@@ -148,7 +149,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 
 	cfg.Logger.Debug("sqlite store opened", "path", path, "busy_timeout", cfg.BusyTimeout)
-	return &Store{path: path, write: write, read: read, logger: cfg.Logger, migrations: ms}, nil
+	return &Store{path: path, write: write, read: read, logger: cfg.Logger, migrations: ms,
+		stmts: stmtCache{queries: hotQueries}, readStmts: stmtCache{queries: readQueries}}, nil
 }
 
 // dsn is the modernc.org/sqlite data source name of the file at the
@@ -255,16 +257,23 @@ func (s *Store) RunTx(ctx context.Context, fn func(tx *sql.Tx, ex store.Executor
 	return nil
 }
 
+// InTx runs fn in a transaction of its own, as RunTx does, for callers
+// that need only the Executor (store.Transactor).
+func (s *Store) InTx(ctx context.Context, fn func(ex store.Executor) error) error {
+	return s.RunTx(ctx, func(_ *sql.Tx, ex store.Executor) error { return fn(ex) })
+}
+
 // Features declares SQLite's capabilities: one writer at a time, no
-// database notifications.
+// database notifications, one outbox relay at a time.
 func (s *Store) Features() store.Features {
-	return store.Features{Name: "sqlite", ConcurrentWriters: false, Notify: false}
+	return store.Features{Name: "sqlite", ConcurrentWriters: false, Notify: false, ConcurrentRelays: false}
 }
 
 // Close closes both pools. It is safe to call more than once.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.stmts.close()
+		s.readStmts.close()
 		s.closeErr = errors.Join(s.read.Close(), s.write.Close())
 	})
 	return s.closeErr

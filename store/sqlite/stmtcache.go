@@ -14,17 +14,21 @@ import (
 var hotQueries = []string{
 	insertJob, claimJobs, heartbeatJobs, completeJob, completeJobs, retryJob, abandonJob,
 	insertDeadLetter, snoozeJob, cancelJob, rescueExpired, releaseOwned, expireDeadlines,
-	insertOutbox, claimOutbox, markPublished, retryOutbox,
+	insertOutbox, markScan, markEach, park, insertMark, retryOutbox,
 }
 
-// stmtCache holds hotQueries prepared on the write pool, once the schema
-// they need exists.
+// readQueries are the hot statements of the read pool: the relay's claim.
+var readQueries = []string{relayLease, watermarkNow, claimAbove, claimBelow}
+
+// stmtCache holds queries prepared on a pool (hotQueries on the write
+// pool, readQueries on the read pool), once the schema they need exists.
 type stmtCache struct {
-	mu    sync.Mutex // held while preparing
-	stmts atomic.Pointer[map[string]*sql.Stmt]
+	queries []string
+	mu      sync.Mutex // held while preparing
+	stmts   atomic.Pointer[map[string]*sql.Stmt]
 }
 
-// prepare prepares hotQueries on db, unless they are already, or another
+// prepare prepares c's queries on db, unless they are already, or another
 // goroutine is preparing them. It must not run while the caller holds db's
 // connection (in a transaction): it needs the connection itself. Before
 // Migrate has made the tables, preparing fails; then nothing is cached and
@@ -37,8 +41,8 @@ func (c *stmtCache) prepare(ctx context.Context, db *sql.DB) {
 	if c.stmts.Load() != nil {
 		return
 	}
-	m := make(map[string]*sql.Stmt, len(hotQueries))
-	for _, q := range hotQueries {
+	m := make(map[string]*sql.Stmt, len(c.queries))
+	for _, q := range c.queries {
 		st, err := db.PrepareContext(ctx, q)
 		if err != nil {
 			closeAll(m)

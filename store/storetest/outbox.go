@@ -21,6 +21,9 @@ func messagingCases() []suiteCase {
 		{"OutboxPublishedAndRetried", testOutboxPublishAndRetry},
 		{"OutboxKeepsKeyOrder", testOutboxKeyOrder},
 		{"OutboxConcurrentClaimsTakeEachOnce", testOutboxConcurrent},
+		{"OutboxClaimSkipsWhatTheOwnerHolds", testOutboxHolding},
+		{"OutboxReleaseGivesBackAtOnce", testOutboxRelease},
+		{"OutboxOneRelayAtATime", testOutboxOneRelay},
 		{"OutboxPurge", testOutboxPurge},
 		{"InboxRecordsEachMessageOnce", testInbox},
 	}
@@ -142,11 +145,15 @@ func testOutboxKeyOrder(t *testing.T, h Harness) {
 	if got := claimOutbox(t, ex, now, "r1", 1); !slices.Equal(outboxIDs(got), []int64{a1}) {
 		t.Fatalf("first claim %v, want [%d]", outboxIDs(got), a1)
 	}
-	// While r1 holds A's first message, A's later ones wait.
-	if got := claimOutbox(t, ex, now, "r2", 10); !slices.Equal(outboxIDs(got), []int64{b1, free}) {
-		t.Fatalf("second claim %v, want B's and the unkeyed one [%d %d], A's waiting behind %d", outboxIDs(got), b1, free, a1)
+	// While r1 holds A's first message, A's later ones wait, for r1 too.
+	got, err := ex.ClaimOutbox(ctx, store.OutboxClaimParams{Now: now, Limit: 10, Owner: "r1", LeaseFor: lease, Holding: []int64{a1}})
+	if err != nil || !slices.Equal(outboxIDs(got), []int64{b1, free}) {
+		t.Fatalf("second claim %v, %v; want B's and the unkeyed one [%d %d], A's waiting behind %d", outboxIDs(got), err, b1, free, a1)
 	}
-	if _, err := ex.MarkPublished(ctx, now, "r2", []int64{b1, free}); err != nil {
+	if got := claimOutbox(t, ex, now, "r2", 10); len(got) != 0 {
+		t.Fatalf("another relay claimed %v: A's messages wait behind %d, and r1 holds the rest", outboxIDs(got), a1)
+	}
+	if _, err := ex.MarkPublished(ctx, now, "r1", []int64{b1, free}); err != nil {
 		t.Fatal(err)
 	}
 	retryAt := now.Add(time.Minute)
@@ -154,7 +161,7 @@ func testOutboxKeyOrder(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	// While A's first message waits out its backoff, A's later ones wait too.
-	if got := claimOutbox(t, ex, now.Add(time.Second), "r3", 10); len(got) != 0 {
+	if got := claimOutbox(t, ex, now.Add(time.Second), "r1", 10); len(got) != 0 {
 		t.Fatalf("claimed %v while A's first message waits for its retry", outboxIDs(got))
 	}
 	if got := claimOutbox(t, ex, retryAt, "r3", 10); !slices.Equal(outboxIDs(got), []int64{a1, a2, a3}) {
@@ -226,6 +233,102 @@ func testOutboxConcurrent(t *testing.T, h Harness) {
 	}
 	if len(seen) != n {
 		t.Fatalf("%d of %d messages claimed", len(seen), n)
+	}
+}
+
+// A relay publishing one batch claims the next holding the first: it
+// gets none of the first again.
+func testOutboxHolding(t *testing.T, h Harness) {
+	s := migrated(t, h)
+	ex := s.Executor()
+	ctx := context.Background()
+	ids := addOutbox(t, ex, now, store.OutboxMessage{Topic: "t"}, store.OutboxMessage{Topic: "t"}, store.OutboxMessage{Topic: "t"},
+		store.OutboxMessage{Topic: "t"}, store.OutboxMessage{Topic: "t"})
+	first := claimOutbox(t, ex, now, "r1", 2)
+	if !slices.Equal(outboxIDs(first), ids[:2]) {
+		t.Fatalf("first claim %v, want %v", outboxIDs(first), ids[:2])
+	}
+	second, err := ex.ClaimOutbox(ctx, store.OutboxClaimParams{Now: now, Limit: 2, Owner: "r1", LeaseFor: lease, Holding: ids[:2]})
+	if err != nil || !slices.Equal(outboxIDs(second), ids[2:4]) {
+		t.Fatalf("claim holding %v: %v, %v; want %v", ids[:2], outboxIDs(second), err, ids[2:4])
+	}
+	// The first batch recorded, the second still held.
+	if n, err := ex.MarkPublished(ctx, now, "r1", ids[:2]); err != nil || n != 2 {
+		t.Fatalf("mark the first batch: %d, %v", n, err)
+	}
+	third, err := ex.ClaimOutbox(ctx, store.OutboxClaimParams{Now: now, Limit: 10, Owner: "r1", LeaseFor: lease, Holding: ids[2:4]})
+	if err != nil || !slices.Equal(outboxIDs(third), ids[4:]) {
+		t.Fatalf("claim holding %v: %v, %v; want %v", ids[2:4], outboxIDs(third), err, ids[4:])
+	}
+}
+
+// Released messages are claimed again at once, by another relay, with no
+// attempt counted.
+func testOutboxRelease(t *testing.T, h Harness) {
+	s := migrated(t, h)
+	ex := s.Executor()
+	ctx := context.Background()
+	ids := addOutbox(t, ex, now, store.OutboxMessage{Topic: "t", Key: "A"}, store.OutboxMessage{Topic: "t", Key: "A"}, store.OutboxMessage{Topic: "t"})
+	claimOutbox(t, ex, now, "r1", 10)
+	if n, err := ex.ReleaseOutbox(ctx, now, "r2", ids); err != nil || n != 0 {
+		t.Fatalf("release by a relay that holds nothing: %d, %v; want 0", n, err)
+	}
+	if got := claimOutbox(t, ex, now, "r2", 10); len(got) != 0 {
+		t.Fatalf("claimed %v while r1 holds them", outboxIDs(got))
+	}
+	if n, err := ex.ReleaseOutbox(ctx, now, "r1", ids); err != nil || n != len(ids) {
+		t.Fatalf("release: %d, %v; want %d", n, err, len(ids))
+	}
+	got := claimOutbox(t, ex, now, "r2", 10)
+	if !slices.Equal(outboxIDs(got), ids) {
+		t.Fatalf("claimed %v after the release, want %v", outboxIDs(got), ids)
+	}
+	for _, m := range got {
+		if m.Attempts != 0 || m.LeaseOwner != "r2" {
+			t.Fatalf("message %d after the release: %d attempts, held by %q; want none, r2", m.ID, m.Attempts, m.LeaseOwner)
+		}
+	}
+	if n, err := ex.MarkPublished(ctx, now, "r1", ids); err != nil || n != 0 {
+		t.Fatalf("mark by the relay that released them: %d, %v; want 0", n, err)
+	}
+	if _, err := ex.ReleaseOutbox(ctx, now, "", ids); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("release without an owner: %v, want ErrInvalid", err)
+	}
+}
+
+// Where one relay at a time holds the outbox, a claim renews its lease,
+// another relay gets nothing until the lease has ended, then takes over
+// with what the first held; the first, taken over, marks nothing.
+func testOutboxOneRelay(t *testing.T, h Harness) {
+	s := migrated(t, h)
+	if s.Features().ConcurrentRelays {
+		t.Skip("relays hold messages, not the outbox: OutboxConcurrentClaimsTakeEachOnce")
+	}
+	ex := s.Executor()
+	ctx := context.Background()
+	ids := addOutbox(t, ex, now, store.OutboxMessage{Topic: "t"}, store.OutboxMessage{Topic: "t"})
+	held := claimOutbox(t, ex, now, "r1", 1)
+	if !slices.Equal(outboxIDs(held), ids[:1]) {
+		t.Fatalf("r1 claimed %v, want %v", outboxIDs(held), ids[:1])
+	}
+	if got := claimOutbox(t, ex, now.Add(lease/2), "r2", 10); len(got) != 0 {
+		t.Fatalf("r2 claimed %v while r1 holds the outbox", outboxIDs(got))
+	}
+	// r1 renews at 3/4 of its lease; r2 waits past the first lease.
+	renewAt := now.Add(lease * 3 / 4)
+	got, err := ex.ClaimOutbox(ctx, store.OutboxClaimParams{Now: renewAt, Limit: 10, Owner: "r1", LeaseFor: lease, Holding: ids[:1]})
+	if err != nil || !slices.Equal(outboxIDs(got), ids[1:]) || !got[0].LeaseExpiresAt.Equal(renewAt.Add(lease)) {
+		t.Fatalf("r1's second claim: %+v, %v; want %v held until %v", got, err, ids[1:], renewAt.Add(lease))
+	}
+	if got := claimOutbox(t, ex, now.Add(lease+time.Second), "r2", 10); len(got) != 0 {
+		t.Fatalf("r2 claimed %v though r1 renewed its lease", outboxIDs(got))
+	}
+	// Past the renewed lease r2 takes the outbox, with both messages.
+	if got := claimOutbox(t, ex, renewAt.Add(lease+time.Microsecond), "r2", 10); !slices.Equal(outboxIDs(got), ids) {
+		t.Fatalf("r2 after r1's lease: %v, want %v", outboxIDs(got), ids)
+	}
+	if n, err := ex.MarkPublished(ctx, now, "r1", ids); err != nil || n != 0 {
+		t.Fatalf("r1 marked %d (%v) after r2 took over, want 0", n, err)
 	}
 }
 

@@ -71,6 +71,8 @@ func Run(t *testing.T, h Harness) {
 	cases = append(cases, lifecycleCases()...)
 	cases = append(cases, deadlineCases()...)
 	cases = append(cases, messagingCases()...)
+	cases = append(cases, workflowCases()...)
+	cases = append(cases, suiteCase{"SimulatedLifecycleUnderFaults", testSimulation})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

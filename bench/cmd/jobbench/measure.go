@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/weirhq/weir/bench/internal/cpuprofile"
 )
 
 // noopArgs is the job both systems run: its handler does nothing but
@@ -67,7 +69,7 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 // returns the two times from start.
 func throughput(ctx context.Context, sk *sink, n int, start func(context.Context) error,
 	countCompleted func(context.Context) (int, error), profile string) (handlersDone, elapsed time.Duration, err error) {
-	stopProfile, err := startProfile(profile)
+	stopProfile, err := cpuprofile.Start(profile)
 	if err != nil {
 		return 0, 0, err
 	}

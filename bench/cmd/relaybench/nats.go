@@ -135,6 +135,7 @@ func runRawNATS(ctx context.Context, s settings, _ *slog.Logger) (r result, err 
 
 	msgs := messages(s)
 	futures := make([]jetstream.PubAckFuture, 0, s.batch)
+	cpu0, allocs0 := cpuTime(), mallocs()
 	t0 := time.Now()
 	for i := 0; i < len(msgs); i += s.batch {
 		futures = futures[:0]
@@ -160,6 +161,7 @@ func runRawNATS(ctx context.Context, s settings, _ *slog.Logger) (r result, err 
 		}
 	}
 	r.elapsed = time.Since(t0)
+	r.cpu, r.allocs = cpuTime()-cpu0, mallocs()-allocs0
 	held, err := streamLength(ctx, st)
 	if err != nil {
 		return r, fmt.Errorf("raw: count the messages on %s: %w", subject, err)

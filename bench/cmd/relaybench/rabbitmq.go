@@ -132,6 +132,7 @@ func runRawRabbit(ctx context.Context, s settings, _ *slog.Logger) (r result, er
 
 	msgs := messages(s)
 	confirms := make([]*amqp.DeferredConfirmation, 0, s.batch)
+	cpu0, allocs0 := cpuTime(), mallocs()
 	t0 := time.Now()
 	for i := 0; i < len(msgs); i += s.batch {
 		confirms = confirms[:0]
@@ -163,6 +164,7 @@ func runRawRabbit(ctx context.Context, s settings, _ *slog.Logger) (r result, er
 		}
 	}
 	r.elapsed = time.Since(t0)
+	r.cpu, r.allocs = cpuTime()-cpu0, mallocs()-allocs0
 	if n := returned.Load(); n > 0 {
 		return r, fmt.Errorf("raw: %d messages returned unroutable", n)
 	}

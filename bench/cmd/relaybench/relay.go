@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/bench/internal/benchdb"
+	"github.com/weirhq/weir/bench/internal/cpuprofile"
 	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/outbox"
 	"github.com/weirhq/weir/store"
@@ -32,7 +33,7 @@ type weirTopic struct {
 // them through the topic that open declares.
 func runRelay(ctx context.Context, s settings, logger *slog.Logger, open func(context.Context, settings, *slog.Logger) (*weirTopic, error)) (r result, err error) {
 	r = result{system: "relay", messages: s.n}
-	st, count, cleanup, err := benchdb.OpenWeir(ctx, "relaybench-", "SELECT count(*) FROM weir_outbox WHERE published_at IS NOT NULL")
+	st, count, cleanup, err := benchdb.OpenWeir(ctx, "relaybench-", "SELECT (SELECT count(*) FROM weir_outbox) - (SELECT count(*) FROM weir_outbox_pending)")
 	if err != nil {
 		return r, fmt.Errorf("relay: open store: %w", err)
 	}
@@ -80,15 +81,17 @@ func runRelay(ctx context.Context, s settings, logger *slog.Logger, open func(co
 		return r, err
 	}
 
-	stopProfile, err := startProfile(s.cpuProfile)
+	stopProfile, err := cpuprofile.Start(s.cpuProfile)
 	if err != nil {
 		return r, err
 	}
 	relayCtx, stopRelay := context.WithCancel(ctx)
 	relayDone := make(chan error, 1)
+	cpu0, allocs0 := cpuTime(), mallocs()
 	t0 = time.Now()
 	go func() { relayDone <- relay.Run(relayCtx) }()
 	confirmed, elapsed, err := waitPublished(ctx, cb, count, s.n, t0)
+	r.cpu, r.allocs = cpuTime()-cpu0, mallocs()-allocs0
 	stopRelay()
 	rerr := <-relayDone
 	if perr := stopProfile(); err == nil {

@@ -1,0 +1,252 @@
+package chaos
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/broker"
+	"github.com/weirhq/weir/broker/nats"
+	"github.com/weirhq/weir/inbox"
+	"github.com/weirhq/weir/ledger"
+	"github.com/weirhq/weir/outbox"
+	"github.com/weirhq/weir/resilience/backoff"
+	"github.com/weirhq/weir/resilience/retry"
+	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/store/sqlite"
+	"github.com/weirhq/weir/workflow"
+)
+
+// The topics, the worker's stable id, and the workflow's name.
+const (
+	docsTopic = "chaos.docs"
+	doneTopic = "chaos.done"
+	workerID  = "chaos-worker"
+	flowName  = "chaos.document"
+)
+
+// maxDeliveries is the consumers' delivery limit: every kill between a
+// consumer's commit and its ack costs the message a delivery, so enough
+// that kills alone do not exhaust it.
+const maxDeliveries = 1000
+
+// schema is the workload's own tables: the documents, the notifications
+// received, and the messages the broker gave up on.
+const schema = `
+CREATE TABLE IF NOT EXISTS chaos_docs (id TEXT PRIMARY KEY, poison INTEGER NOT NULL, pages INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS chaos_notified (seq INTEGER PRIMARY KEY AUTOINCREMENT, doc TEXT NOT NULL, status TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS chaos_broker_dead (seq INTEGER PRIMARY KEY AUTOINCREMENT, topic TEXT NOT NULL, id TEXT NOT NULL, reason TEXT NOT NULL);`
+
+// openStore opens and migrates the workload's store in dir, with its
+// tables.
+func openStore(ctx context.Context, dir string) (*sqlite.Store, error) {
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(dir, "weir.db")})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := st.Migrate(ctx); err != nil {
+		st.Close()
+		return nil, err
+	}
+	if _, err := st.DB().ExecContext(ctx, schema); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("chaos tables: %w", err)
+	}
+	return st, nil
+}
+
+// Worker runs the workload in dir until ctx ends: the outbox relay into
+// an embedded NATS server kept in dir, a consumer that starts each
+// document's workflow, the workflow's states, and a consumer that records
+// each workflow's notification. It is what `weir chaos` runs, and kills.
+func Worker(ctx context.Context, dir string, logger *slog.Logger) (err error) {
+	defer func() {
+		if ctx.Err() != nil {
+			err = nil // stopped on request, at whatever point it had reached
+		}
+	}()
+	st, err := openStore(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	b, err := nats.OpenEmbedded(ctx, nats.EmbeddedConfig{Dir: filepath.Join(dir, "nats"), Broker: nats.Config{Logger: logger}})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if err := b.Declare(ctx, docsTopic, doneTopic); err != nil {
+		return err
+	}
+
+	ws := weir.NewWorkers()
+	eng, err := workflow.New(workflow.Config{Store: st, Workers: ws, Logger: logger,
+		Definitions: []*workflow.Definition{documentFlow(dir, st.DB())},
+		// Every kill during a state costs it an attempt (its lease
+		// expires, or the restart takes it back): enough attempts that
+		// kills alone do not exhaust them.
+		Step: weir.KindConfig{MaxAttempts: 100, Backoff: backoff.Constant(50 * time.Millisecond).WithJitter(backoff.JitterNone)}})
+	if err != nil {
+		return err
+	}
+	client, err := weir.NewClient(weir.Config{Store: st, Workers: ws, ID: workerID, PollEvery: 20 * time.Millisecond, Logger: logger})
+	if err != nil {
+		return err
+	}
+	if _, err := eng.Resume(ctx); err != nil {
+		return err
+	}
+	if err := client.Start(ctx); err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = client.Stop(sctx)
+	}()
+	relay, err := outbox.New(outbox.Config{Store: st, Broker: b, ID: workerID, Batch: 50, PollEvery: 20 * time.Millisecond, Logger: logger})
+	if err != nil {
+		return err
+	}
+
+	deadLetter := func(ctx context.Context, d broker.Delivery, reason string, _ error) error {
+		_, err := st.DB().ExecContext(ctx, `INSERT INTO chaos_broker_dead (topic, id, reason) VALUES (?, ?, ?)`, d.Topic, d.ID, reason)
+		return err
+	}
+	starter := inbox.Handle(st.RunTx, func(ctx context.Context, tx *sql.Tx, d broker.Delivery) error {
+		_, _, err := eng.Start(ctx, st.Tx(tx), flowName, string(d.Body), nil)
+		return err
+	}, inbox.Config{Logger: logger})
+	notified := inbox.Handle(st.RunTx, func(ctx context.Context, tx *sql.Tx, d broker.Delivery) error {
+		var n workflow.Notification
+		if err := jsonUnmarshal(d.Body, &n); err != nil {
+			return retry.Permanent(err)
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO chaos_notified (doc, status) VALUES (?, ?)`, n.Workflow, string(n.Status))
+		return err
+	}, inbox.Config{Logger: logger})
+
+	errs := make(chan error, 3)
+	go func() { errs <- relay.Run(ctx) }()
+	go func() {
+		errs <- b.Consume(ctx, docsTopic, broker.ConsumeOptions{Group: "starter", AckWait: 5 * time.Second, MaxDeliveries: maxDeliveries, DeadLetter: deadLetter}, starter)
+	}()
+	go func() {
+		errs <- b.Consume(ctx, doneTopic, broker.ConsumeOptions{Group: "notified", AckWait: 5 * time.Second, MaxDeliveries: maxDeliveries, DeadLetter: deadLetter}, notified)
+	}()
+	var first error
+	for range 3 {
+		if err := <-errs; err != nil && !errors.Is(err, context.Canceled) && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// documentFlow is the workflow of one document: upload its pages, each a
+// blob file under a generated name, then write its index entry, the same
+// way; both through the effect ledger, whose checks look for the files.
+// A poison document fails at upload, permanently.
+func documentFlow(dir string, db *sql.DB) *workflow.Definition {
+	return &workflow.Definition{Name: flowName, Start: "upload", NotifyTopic: doneTopic, States: map[string]workflow.Handler{
+		"upload": func(ctx context.Context, r *workflow.Run) (workflow.Next, error) {
+			doc, err := loadDoc(ctx, db, r.Workflow.ID)
+			if err != nil {
+				return workflow.Next{}, err
+			}
+			if doc.poison {
+				return workflow.Next{}, retry.Permanent(fmt.Errorf("document %s cannot be read", doc.id))
+			}
+			for page := 1; page <= doc.pages; page++ {
+				k := store.EffectKey{Txn: doc.id, Series: "page", Ordinal: int64(page)}
+				if _, err := r.Ledger.Do(ctx, k, fileEffect(filepath.Join(dir, "blobs"), fmt.Sprintf("%s.p%d", doc.id, page))); err != nil {
+					return workflow.Next{}, err
+				}
+			}
+			return workflow.Goto("index", nil), nil
+		},
+		"index": func(ctx context.Context, r *workflow.Run) (workflow.Next, error) {
+			k := store.EffectKey{Txn: r.Workflow.ID, Series: "index"}
+			if _, err := r.Ledger.Do(ctx, k, fileEffect(filepath.Join(dir, "index"), r.Workflow.ID)); err != nil {
+				return workflow.Next{}, err
+			}
+			return workflow.Complete(nil), nil
+		},
+	}}
+}
+
+// fileEffect writes a file named prefix.<random> in dir, as a blob store
+// names an upload: written under a temporary name, then renamed, so a file
+// with the final name is whole. Writing it twice leaves two files, which
+// the checker counts. Its check looks for a file of the prefix.
+func fileEffect(dir, prefix string) ledger.Effect {
+	return ledger.Effect{
+		Run: func(context.Context) (string, error) {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return "", err
+			}
+			b := make([]byte, 6)
+			if _, err := rand.Read(b); err != nil {
+				return "", err
+			}
+			name := prefix + "." + hex.EncodeToString(b)
+			tmp := filepath.Join(dir, name+".tmp")
+			if err := os.WriteFile(tmp, []byte(prefix), 0o644); err != nil {
+				return "", err
+			}
+			return name, os.Rename(tmp, filepath.Join(dir, name))
+		},
+		Check: func(context.Context) (string, bool, error) {
+			names, err := effectFiles(dir, prefix)
+			if err != nil || len(names) == 0 {
+				return "", false, err
+			}
+			return names[0], true, nil
+		},
+	}
+}
+
+// effectFiles lists the whole files of prefix in dir.
+func effectFiles(dir, prefix string) ([]string, error) {
+	matches, err := filepath.Glob(filepath.Join(dir, prefix+".*"))
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, m := range matches {
+		name := filepath.Base(m)
+		if strings.HasSuffix(name, ".tmp") || strings.Count(strings.TrimPrefix(name, prefix+"."), ".") > 0 {
+			continue
+		}
+		names = append(names, name)
+	}
+	return names, nil
+}
+
+// doc is a document of the workload.
+type doc struct {
+	id     string
+	poison bool
+	pages  int
+}
+
+// loadDoc reads the document id.
+func loadDoc(ctx context.Context, db *sql.DB, id string) (doc, error) {
+	d := doc{id: id}
+	if err := db.QueryRowContext(ctx, `SELECT poison, pages FROM chaos_docs WHERE id = ?`, id).Scan(&d.poison, &d.pages); err != nil {
+		return doc{}, fmt.Errorf("document %s: %w", id, err)
+	}
+	return d, nil
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -1,0 +1,90 @@
+// Package crashpoint kills the process at a named point in weir's code,
+// for the chaos harness: `weir chaos` sets WEIR_CRASHPOINT to a point's
+// name (and, after a colon, how many times the point is passed first:
+// "ledger.after-effect:3" dies the fourth time) in the process it runs,
+// and Hit sends that process SIGKILL there. Unset, Hit is one atomic
+// load.
+package crashpoint
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+)
+
+// Env is the variable that names the point.
+const Env = "WEIR_CRASHPOINT"
+
+// The named points.
+const (
+	// OutboxBeforePublish is after the data and its message committed and
+	// a relay claimed the message, before the relay publishes it.
+	OutboxBeforePublish = "outbox.before-publish"
+	// OutboxAfterPublish is after the broker confirmed a relay's messages
+	// and before they are marked published.
+	OutboxAfterPublish = "outbox.after-publish"
+	// LedgerAfterEffect is after an effect ran and before its result is
+	// written to the ledger.
+	LedgerAfterEffect = "ledger.after-effect"
+	// ConsumerBeforeAck is after a consumer's transaction (its ledger
+	// writes, its inbox record) committed and before the message is
+	// acked.
+	ConsumerBeforeAck = "consumer.before-ack"
+	// WorkflowMidTransition is inside a workflow's transition, after its
+	// state handler ran and before the new state commits.
+	WorkflowMidTransition = "workflow.mid-transition"
+)
+
+// armed is the point and the passes left before it kills, or nil.
+var armed atomic.Pointer[point]
+
+type point struct {
+	name string
+	left atomic.Int64
+}
+
+func init() {
+	if err := Arm(os.Getenv(Env)); err != nil {
+		fmt.Fprintln(os.Stderr, "weir:", err)
+		os.Exit(2)
+	}
+}
+
+// Arm sets the point to kill at, as WEIR_CRASHPOINT spells it; "" disarms.
+func Arm(spec string) error {
+	if spec == "" {
+		armed.Store(nil)
+		return nil
+	}
+	name, count, found := strings.Cut(spec, ":")
+	p := &point{name: name}
+	if found {
+		n, err := strconv.ParseInt(count, 10, 64)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%s=%q: the count after the colon must be a whole number, 0 or more", Env, spec)
+		}
+		p.left.Store(n)
+	}
+	if name == "" {
+		return fmt.Errorf("%s=%q: no point named", Env, spec)
+	}
+	armed.Store(p)
+	return nil
+}
+
+// Hit kills the process with SIGKILL if the armed point is name and it has
+// been passed its count of times already.
+func Hit(name string) {
+	p := armed.Load()
+	if p == nil || p.name != name {
+		return
+	}
+	if p.left.Add(-1) >= 0 {
+		return
+	}
+	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {} // SIGKILL is not caught; wait for it
+}

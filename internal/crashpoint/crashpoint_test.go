@@ -1,0 +1,51 @@
+package crashpoint_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/weirhq/weir/internal/crashpoint"
+)
+
+// The child process passes the point twice, then dies on the third pass.
+func TestHitKillsOnThePassAfterTheCount(t *testing.T) {
+	if os.Getenv("CRASHPOINT_CHILD") == "1" {
+		crashpoint.Hit("other")
+		crashpoint.Hit("x")
+		crashpoint.Hit("x")
+		fmt.Println("passed twice")
+		crashpoint.Hit("x")
+		fmt.Println("not reached")
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHitKillsOnThePassAfterTheCount$")
+	cmd.Env = append(os.Environ(), "CRASHPOINT_CHILD=1", crashpoint.Env+"=x:2")
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("child: %v, want it killed; output %q", err, out)
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("child ended with %v, want SIGKILL", ee)
+	}
+	if !strings.Contains(string(out), "passed twice") || strings.Contains(string(out), "not reached") {
+		t.Fatalf("child printed %q", out)
+	}
+}
+
+func TestArmRefusesABadCount(t *testing.T) {
+	for _, spec := range []string{"x:", "x:-1", "x:two", ":3"} {
+		if err := crashpoint.Arm(spec); err == nil || !strings.Contains(err.Error(), crashpoint.Env) {
+			t.Errorf("Arm(%q): %v, want an error naming %s", spec, err, crashpoint.Env)
+		}
+	}
+	if err := crashpoint.Arm(""); err != nil {
+		t.Fatal(err)
+	}
+	crashpoint.Hit("x") // disarmed: returns
+}

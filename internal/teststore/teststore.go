@@ -1,0 +1,80 @@
+// Package teststore opens the stores of tests: a migrated SQLite file, a
+// migrated PostgreSQL schema of the test's own; and runs a test in a child
+// process that a crash point kills.
+package teststore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/weirhq/weir/internal/testenv"
+	"github.com/weirhq/weir/store/postgres"
+	"github.com/weirhq/weir/store/sqlite"
+)
+
+// SQLite opens and migrates a SQLite store at path, closed at the test's
+// end.
+func SQLite(t testing.TB, path string) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), sqlite.Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if _, err := s.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// RunKilled runs the test named test again in a child process, with env
+// added to its environment, and fails unless the child dies of SIGKILL (a
+// crash point). It returns the child's output.
+func RunKilled(t testing.TB, test string, env ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("child %s: %v, want it killed; output:\n%s", test, err, out)
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("child %s: %v, want SIGKILL; output:\n%s", test, ee, out)
+	}
+	return out
+}
+
+// PostgresStore opens and migrates a PostgreSQL store in a schema of its
+// own, named prefix plus random hex and dropped when the test ends, and
+// returns it with the server's URL. It skips the test, loudly, without
+// PostgreSQL (fails it under WEIR_REQUIRE_SERVICES=1).
+func PostgresStore(t testing.TB, prefix string, maxConns int32) (*postgres.Store, string) {
+	t.Helper()
+	ctx := context.Background()
+	url := testenv.Postgres(t)
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	s, err := postgres.Open(ctx, postgres.Config{URL: url, Schema: prefix + hex.EncodeToString(b), MaxConns: maxConns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	t.Cleanup(func() {
+		if _, err := s.Pool().Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{s.Schema()}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("drop schema: %v", err)
+		}
+	})
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return s, url
+}
