@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/metrics"
+	"github.com/weirhq/weir/resilience/backoff"
 	"github.com/weirhq/weir/resilience/retry"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/weirtype"
@@ -48,9 +49,13 @@ func (c *Client) wake(queue string) {
 // longer wake the producer, which waits for an insert, a retry due at
 // once (finish wakes it) or the poll, so that an idle queue does not cost
 // a claim per finished job.
+//
+// While claims fail (the store is down) it waits longer after each, up to
+// backoff.PollCap, so that an outage is not met with a claim and a log
+// line every PollEvery.
 func (c *Client) produce(p *producer) {
 	defer c.producersWG.Done()
-	running := 0
+	running, fails := 0, 0
 	for {
 		empty := false
 		select {
@@ -73,8 +78,13 @@ func (c *Client) produce(p *producer) {
 				Now: now, Queue: p.queue, Limit: free, Owner: c.cfg.ID, LeaseFor: c.cfg.LeaseFor,
 			})
 			cancel()
-			if err != nil {
-				c.log.Error("claim jobs", "queue", p.queue, "err", err)
+			switch {
+			case err != nil:
+				fails++
+				c.log.Error("claim jobs", "queue", p.queue, "failures_in_a_row", fails, "err", err)
+			case fails > 0:
+				c.log.Info("claim jobs: the store answers again", "queue", p.queue, "failures_in_a_row", fails)
+				fails = 0
 			}
 			for _, j := range jobs {
 				running++
@@ -86,7 +96,7 @@ func (c *Client) produce(p *producer) {
 		if empty {
 			done = nil
 		}
-		t := c.clock.NewTimer(c.cfg.PollEvery)
+		t := c.clock.NewTimer(backoff.PollDelay(c.cfg.PollEvery, fails))
 		select {
 		case <-c.stopping:
 			t.Stop()

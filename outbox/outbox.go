@@ -216,8 +216,9 @@ func (r *Relay) Run(ctx context.Context) error {
 		}
 	}()
 	var (
-		queued [][]int64 // the ids of the batches claimed and not recorded, oldest first
-		unsent []int64   // claimed and not sent, ctx having ended: given back at the end
+		queued     [][]int64 // the ids of the batches claimed and not recorded, oldest first
+		unsent     []int64   // claimed and not sent, ctx having ended: given back at the end
+		claimFails int       // claims failed in a row (the store is down): the relay waits longer
 	)
 	defer func() {
 		close(batches)
@@ -260,13 +261,18 @@ func (r *Relay) Run(ctx context.Context) error {
 			wait = r.cfg.PollEvery
 		case len(queued) < maxQueued:
 			next, err := r.claim(ctx, slices.Concat(queued...))
+			if err == nil && claimFails > 0 {
+				r.log.Info("claim from the outbox: the store answers again", "failures_in_a_row", claimFails)
+				claimFails = 0
+			}
 			switch {
 			case ctx.Err() != nil:
 				unsent = append(unsent, ids(next)...)
 				return ctx.Err()
 			case err != nil:
-				r.log.Error("claim from the outbox", "err", err.Error())
-				wait = r.cfg.PollEvery
+				claimFails++
+				r.log.Error("claim from the outbox", "failures_in_a_row", claimFails, "err", err.Error())
+				wait = backoff.PollDelay(r.cfg.PollEvery, claimFails)
 			case len(next) > 0:
 				batches <- next
 				queued = append(queued, ids(next))

@@ -7,7 +7,6 @@ package chaos
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -18,26 +17,37 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/internal/crashpoint"
+	"github.com/weirhq/weir/internal/faultproxy"
 	"github.com/weirhq/weir/outbox"
 	"github.com/weirhq/weir/store"
 )
 
 // Config is a run of the harness.
 type Config struct {
-	// Dir holds the run's database, broker, blobs and index. Required;
-	// it must be empty or missing.
-	Dir string
+	// Where is the workload's database, as the harness reaches it, and
+	// Dir the run's directory, required, which must be empty or missing.
+	// A PostgreSQL schema must hold no earlier run.
+	Where
+	// WorkerPostgres, when set, is the URL the worker dials instead of
+	// Postgres: a fault proxy in front of it, say.
+	WorkerPostgres string
 	// Docs is the number of documents; every PoisonEvery-th is poison
 	// (0: none). Pages is each document's page count.
 	Docs, PoisonEvery, Pages int
 	// Kills is how many times the worker is killed before the last run.
 	Kills int
-	// Seed makes the run's kill schedule; the same seed, the same
-	// schedule.
+	// Faults is how many times Fault disrupts the database while one
+	// worker runs, never killed nor restarted, until every document has
+	// ended; Kills must then be 0. Fault returns what it did once the
+	// disruption is over (the connections restored, the server back).
+	Faults int
+	Fault  func(ctx context.Context, rng *rand.Rand) (string, error)
+	// Seed makes the run's schedule of kills or faults; the same seed,
+	// the same schedule.
 	Seed uint64
-	// Worker returns the command that runs Worker on dir in a child
-	// process (`weir chaos-worker dir`).
-	Worker func(dir string) *exec.Cmd
+	// Worker returns the command that runs Worker on w in a child
+	// process (`weir chaos-worker`).
+	Worker func(w Where) *exec.Cmd
 	// Finish bounds the last run, which must end every document.
 	Finish time.Duration
 	// Out receives the progress and the result.
@@ -64,23 +74,37 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	switch {
 	case cfg.Dir == "" || cfg.Worker == nil || cfg.Out == nil:
 		return Result{}, errors.New("chaos: Config.Dir, Worker and Out are required")
-	case cfg.Docs < 1 || cfg.Pages < 1 || cfg.Kills < 0 || cfg.PoisonEvery < 0:
-		return Result{}, fmt.Errorf("chaos: docs %d and pages %d must be at least 1, kills %d and poison-every %d not negative",
-			cfg.Docs, cfg.Pages, cfg.Kills, cfg.PoisonEvery)
+	case cfg.Docs < 1 || cfg.Pages < 1 || cfg.Kills < 0 || cfg.Faults < 0 || cfg.PoisonEvery < 0:
+		return Result{}, fmt.Errorf("chaos: docs %d and pages %d must be at least 1; kills %d, faults %d and poison-every %d not negative",
+			cfg.Docs, cfg.Pages, cfg.Kills, cfg.Faults, cfg.PoisonEvery)
+	case cfg.Faults > 0 && cfg.Kills > 0:
+		return Result{}, errors.New("chaos: a run has kills or database faults, not both")
+	case cfg.Faults > 0 && cfg.Fault == nil:
+		return Result{}, errors.New("chaos: Config.Fault is required with faults")
 	}
 	if cfg.Finish == 0 {
 		cfg.Finish = 2 * time.Minute
 	}
-	fmt.Fprintf(cfg.Out, "seed %d: %d documents (%d pages each, every %d poison), %d kills, in %s\n",
-		cfg.Seed, cfg.Docs, cfg.Pages, cfg.PoisonEvery, cfg.Kills, cfg.Dir)
-	if err := prepare(ctx, cfg.Dir); err != nil {
+	what := fmt.Sprintf("%d kills", cfg.Kills)
+	if cfg.Faults > 0 {
+		what = fmt.Sprintf("%d database faults", cfg.Faults)
+	}
+	where := "SQLite"
+	if cfg.Postgres != "" {
+		where = "PostgreSQL schema " + cfg.schema()
+	}
+	fmt.Fprintf(cfg.Out, "seed %d: %d documents (%d pages each, every %d poison), %s, on %s, in %s\n",
+		cfg.Seed, cfg.Docs, cfg.Pages, cfg.PoisonEvery, what, where, cfg.Dir)
+	h, err := prepare(ctx, cfg.Where)
+	if err != nil {
 		return Result{}, err
 	}
-	// The documents arrive in waves, one before each killed run, so that
-	// every kill finds work in flight; the last run only finishes.
+	defer h.close()
+	// The documents arrive in waves, one before each killed run or fault,
+	// so that every kill or fault finds work in flight.
 	wave := cfg.Docs
-	if cfg.Kills > 0 {
-		wave = max(1, (cfg.Docs+cfg.Kills-1)/cfg.Kills)
+	if n := max(cfg.Kills, cfg.Faults); n > 0 {
+		wave = max(1, (cfg.Docs+n-1)/n)
 	}
 	seeded := 0
 	addWave := func() error {
@@ -88,12 +112,15 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		if n == 0 {
 			return nil
 		}
-		err := seed(ctx, cfg, seeded, seeded+n)
+		err := seed(ctx, h, cfg, seeded, seeded+n)
 		seeded += n
 		return err
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x636861))
 	res := Result{}
+	if cfg.Faults > 0 {
+		return runFaults(ctx, cfg, h, rng, addWave)
+	}
 	for tries := 0; res.Kills < cfg.Kills; tries++ {
 		if tries > 3*cfg.Kills+10 {
 			return res, fmt.Errorf("chaos: %d starts made only %d kills", tries, res.Kills)
@@ -111,14 +138,75 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 	}
 	if seeded < cfg.Docs {
-		if err := seed(ctx, cfg, seeded, cfg.Docs); err != nil {
+		if err := seed(ctx, h, cfg, seeded, cfg.Docs); err != nil {
 			return res, err
 		}
 	}
-	if err := finish(ctx, cfg); err != nil {
+	w := startWorker(cfg)
+	if err := w.err; err != nil {
 		return res, err
 	}
-	return check(ctx, cfg, res)
+	if err := w.finish(ctx, cfg, h); err != nil {
+		return res, err
+	}
+	return check(ctx, cfg, h, res)
+}
+
+// runFaults runs one worker while cfg.Fault disrupts the database
+// cfg.Faults times, a wave of documents before each, then lets the same
+// worker finish every document, and checks.
+func runFaults(ctx context.Context, cfg Config, h *db, rng *rand.Rand, addWave func() error) (Result, error) {
+	res := Result{}
+	w := startWorker(cfg)
+	if w.err != nil {
+		return res, w.err
+	}
+	for res.Faults < cfg.Faults {
+		if err := addWave(); err != nil {
+			w.stop()
+			return res, err
+		}
+		select {
+		case err := <-w.done:
+			return res, fmt.Errorf("chaos: the worker ended during the faults: %v", err)
+		case <-ctx.Done():
+			w.stop()
+			return res, ctx.Err()
+		case <-time.After(time.Duration(200+rng.IntN(1000)) * time.Millisecond):
+		}
+		how, err := cfg.Fault(ctx, rng)
+		if err != nil {
+			w.stop()
+			return res, fmt.Errorf("chaos: fault %d: %w", res.Faults+1, err)
+		}
+		res.Faults++
+		fmt.Fprintf(cfg.Out, "fault %d: %s\n", res.Faults, how)
+	}
+	if err := addWave(); err != nil { // what the waves left, if any
+		w.stop()
+		return res, err
+	}
+	if err := w.finish(ctx, cfg, h); err != nil {
+		return res, err
+	}
+	return check(ctx, cfg, h, res)
+}
+
+// schema is the PostgreSQL schema of the run.
+func (w Where) schema() string {
+	if w.Schema == "" {
+		return defaultSchema
+	}
+	return w.Schema
+}
+
+// workerWhere is where the worker finds the database.
+func (cfg Config) workerWhere() Where {
+	w := cfg.Where
+	if w.Postgres != "" && cfg.WorkerPostgres != "" {
+		w.Postgres = cfg.WorkerPostgres
+	}
+	return w
 }
 
 // runOnce starts the worker and kills it: at a named crash point with a
@@ -126,7 +214,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 // whether the worker was killed (a crash point the worker never reached
 // lets it run until the time limit, then it is killed anyway) and how.
 func runOnce(ctx context.Context, cfg Config, rng *rand.Rand) (bool, string, error) {
-	cmd := cfg.Worker(cfg.Dir)
+	cmd := cfg.Worker(cfg.workerWhere())
 	how := ""
 	wait := time.Duration(50+rng.IntN(1500)) * time.Millisecond
 	if rng.IntN(2) == 0 {
@@ -173,87 +261,109 @@ func killedBy(err error) bool {
 	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
 }
 
-// finish runs the worker without kills until every document's workflow
-// has ended and its end is notified, then stops it with SIGTERM.
-func finish(ctx context.Context, cfg Config) error {
-	cmd := cfg.Worker(cfg.Dir)
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("chaos: start the last worker: %w", err)
+// worker is a running worker process.
+type worker struct {
+	cmd  *exec.Cmd
+	done chan error // its exit
+	err  error      // why it did not start
+}
+
+// startWorker starts a worker that no crash point stops.
+func startWorker(cfg Config) *worker {
+	w := &worker{cmd: cfg.Worker(cfg.workerWhere()), done: make(chan error, 1)}
+	if err := w.cmd.Start(); err != nil {
+		w.err = fmt.Errorf("chaos: start the worker: %w", err)
+		return w
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	stop := func() error {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-done:
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM {
-					return nil // stopped before it could catch the signal
-				}
+	go func() { w.done <- w.cmd.Wait() }()
+	return w
+}
+
+// stop stops the worker with SIGTERM, and SIGKILL if it does not end
+// within 30 s.
+func (w *worker) stop() error {
+	_ = w.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-w.done:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM {
+				return nil // stopped before it could catch the signal
 			}
-			return err
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Signal(syscall.SIGKILL)
-			<-done
-			return errors.New("chaos: the last worker did not stop within 30 s of SIGTERM")
 		}
+		return err
+	case <-time.After(30 * time.Second):
+		_ = w.cmd.Process.Signal(syscall.SIGKILL)
+		<-w.done
+		return errors.New("chaos: the worker did not stop within 30 s of SIGTERM")
 	}
+}
+
+// finish lets the worker run until every document's workflow has ended
+// and its end is notified, or cfg.Finish has passed, then stops it.
+func (w *worker) finish(ctx context.Context, cfg Config, h *db) error {
 	deadline := time.Now().Add(cfg.Finish)
 	for {
-		left, err := unfinished(ctx, cfg.Dir)
-		if err != nil {
-			_ = stop()
-			return err
-		}
-		if left == 0 {
-			return stop()
-		}
-		if time.Now().After(deadline) {
-			_ = stop()
+		left, err := unfinished(ctx, h)
+		switch {
+		case err != nil && time.Now().After(deadline):
+			_ = w.stop()
+			return fmt.Errorf("chaos: count the unfinished documents: %w", err)
+		case err != nil:
+			// The harness's own connection may have been cut too;
+			// it asks again.
+		case left == 0:
+			return w.stop()
+		case time.Now().After(deadline):
+			_ = w.stop()
 			fmt.Fprintf(cfg.Out, "the last run did not finish within %v: %d documents left\n", cfg.Finish, left)
 			return nil // the check reports them lost
 		}
 		select {
-		case err := <-done:
-			return fmt.Errorf("chaos: the last worker ended by itself: %v", err)
+		case err := <-w.done:
+			return fmt.Errorf("chaos: the worker ended by itself: %v", err)
 		case <-ctx.Done():
-			_ = stop()
+			_ = w.stop()
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
 
-// prepare makes the run's directory, which must be empty or missing.
-func prepare(ctx context.Context, dir string) error {
-	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		return fmt.Errorf("chaos: %s is not empty", dir)
+// prepare makes the run's directory, which must be empty or missing, and
+// opens the workload's database, which must hold no documents.
+func prepare(ctx context.Context, where Where) (*db, error) {
+	if entries, err := os.ReadDir(where.Dir); err == nil && len(entries) > 0 {
+		return nil, fmt.Errorf("chaos: %s is not empty", where.Dir)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+	if err := os.MkdirAll(where.Dir, 0o755); err != nil {
+		return nil, err
 	}
-	st, err := openStore(ctx, dir)
+	h, err := openDB(ctx, where)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return st.Close()
+	var n int
+	if err := h.sql.QueryRowContext(ctx, `SELECT count(*) FROM chaos_docs`).Scan(&n); err != nil || n > 0 {
+		h.close()
+		if err == nil {
+			err = fmt.Errorf("chaos: the database holds %d documents of an earlier run; use a new schema", n)
+		}
+		return nil, err
+	}
+	return h, nil
 }
 
 // seed adds the documents from (0-based) to to, each with the message
-// that announces it in the outbox, in the same transaction.
-func seed(ctx context.Context, cfg Config, from, to int) error {
-	st, err := openStore(ctx, cfg.Dir)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+// that announces it in the outbox, in the same transaction; a transaction
+// that fails (a connection lost to a fault) is tried again.
+func seed(ctx context.Context, h *db, cfg Config, from, to int) error {
 	for i := from; i < to; i += 100 {
-		err := st.RunTx(ctx, func(tx *sql.Tx, ex store.Executor) error {
+		add := func(tx txn, ex store.Executor) error {
 			for j := i; j < min(i+100, to); j++ {
 				id := fmt.Sprintf("doc-%d", j+1)
 				poison := cfg.PoisonEvery > 0 && (j+1)%cfg.PoisonEvery == 0
-				if _, err := tx.ExecContext(ctx, `INSERT INTO chaos_docs (id, poison, pages) VALUES (?, ?, ?)`, id, poison, cfg.Pages); err != nil {
+				if err := tx.exec(ctx, `INSERT INTO chaos_docs (id, poison, pages) VALUES ($1, $2, $3)`, id, poison, cfg.Pages); err != nil {
 					return err
 				}
 				if _, err := outbox.Add(ctx, ex, time.Now(), store.OutboxMessage{Topic: docsTopic, Key: id, Payload: []byte(id)}); err != nil {
@@ -261,10 +371,33 @@ func seed(ctx context.Context, cfg Config, from, to int) error {
 				}
 			}
 			return nil
-		})
+		}
+		var err error
+		for try := 0; try < 5; try++ {
+			if err = h.runTx(ctx, add); err == nil || ctx.Err() != nil {
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
 		if err != nil {
 			return fmt.Errorf("chaos: seed: %w", err)
 		}
 	}
 	return nil
+}
+
+// CutConnections is a Fault that cuts every connection through p, and
+// refuses new ones, for 50 ms to 1.5 s, then restores them.
+func CutConnections(p *faultproxy.Proxy) func(context.Context, *rand.Rand) (string, error) {
+	return func(ctx context.Context, rng *rand.Rand) (string, error) {
+		d := time.Duration(50+rng.IntN(1450)) * time.Millisecond
+		p.Cut()
+		defer p.Restore()
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+		return fmt.Sprintf("connections to PostgreSQL cut for %v", d), nil
+	}
 }

@@ -2,8 +2,12 @@ package chaos_test
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -14,19 +18,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/weirhq/weir/internal/faultproxy"
+	"github.com/weirhq/weir/internal/testenv"
+	"github.com/weirhq/weir/internal/teststore"
+
 	"github.com/weirhq/weir/internal/chaos"
 )
 
-// TestChaosWorker is the worker's process when TestChaos runs this test
-// binary as its child; otherwise it does nothing.
+// TestChaosWorker is the worker's process when a test of this file runs
+// this test binary as its child; otherwise it does nothing.
 func TestChaosWorker(t *testing.T) {
 	dir := os.Getenv("CHAOS_WORKER_DIR")
 	if dir == "" {
-		t.Skip("run by TestChaos as its worker")
+		t.Skip("run by the chaos tests as their worker")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	if err := chaos.Worker(ctx, dir, slog.New(slog.DiscardHandler)); err != nil {
+	w := chaos.Where{Dir: dir, Postgres: os.Getenv("CHAOS_WORKER_POSTGRES"), Schema: os.Getenv("CHAOS_WORKER_SCHEMA")}
+	if err := chaos.Worker(ctx, w, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -36,28 +46,103 @@ func TestChaosWorker(t *testing.T) {
 // checks that nothing was lost, duplicated or orphaned. WEIR_CHAOS_SEED
 // replays a run.
 func TestChaos(t *testing.T) {
-	kills := envInt(t, "WEIR_CHAOS_KILLS", 10)
-	seed := uint64(envInt(t, "WEIR_CHAOS_SEED", int(rand.Uint32())))
-	dir := filepath.Join(t.TempDir(), "run")
-	res, err := chaos.Run(context.Background(), chaos.Config{
-		Dir: dir, Docs: 30, Pages: 3, PoisonEvery: 7, Kills: kills, Seed: seed, Finish: 3 * time.Minute,
-		Worker: func(dir string) *exec.Cmd {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestChaosWorker$", "-test.v")
-			cmd.Env = append(os.Environ(), "CHAOS_WORKER_DIR="+dir)
-			if f, err := os.OpenFile(filepath.Join(filepath.Dir(dir), "worker.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-				cmd.Stdout, cmd.Stderr = f, f // closed with the process's exit
-			}
-			return cmd
-		},
-		Out: testWriter{t},
-	})
+	runChaos(t, chaos.Config{Where: chaos.Where{Dir: filepath.Join(t.TempDir(), "run")}, Kills: envInt(t, "WEIR_CHAOS_KILLS", 10)})
+}
+
+// TestChaosPostgresCuts runs the workload on PostgreSQL through a fault
+// proxy that cuts every connection WEIR_CHAOS_FAULTS times (10 by
+// default), for 50 ms to 1.5 s each, while one worker runs: it must ride
+// them all out, without a restart, and the checker find nothing lost,
+// duplicated or orphaned.
+func TestChaosPostgresCuts(t *testing.T) {
+	raw := testenv.Postgres(t)
+	u, err := url.Parse(raw)
 	if err != nil {
-		if b, rerr := os.ReadFile(filepath.Join(filepath.Dir(dir), "worker.log")); rerr == nil {
+		t.Fatal(err)
+	}
+	p, err := faultproxy.New(u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	via := *u
+	via.Host = p.Addr()
+	schema := ownSchema(t, raw)
+	runChaos(t, chaos.Config{
+		Where:          chaos.Where{Dir: filepath.Join(t.TempDir(), "run"), Postgres: raw, Schema: schema},
+		WorkerPostgres: via.String(),
+		Faults:         envInt(t, "WEIR_CHAOS_FAULTS", 10),
+		Fault:          chaos.CutConnections(p),
+	})
+}
+
+// TestChaosPostgresRestarts runs the workload on a PostgreSQL server of
+// the test's own, which it restarts WEIR_CHAOS_FAULTS times (4 by
+// default), shut down cleanly or crashed (recovering from its log) at
+// random, while one worker runs: it must ride them all out, without a
+// restart, and the checker find nothing lost, duplicated or orphaned.
+func TestChaosPostgresRestarts(t *testing.T) {
+	srv := teststore.NewPostgresServer(t)
+	runChaos(t, chaos.Config{
+		Where:  chaos.Where{Dir: filepath.Join(t.TempDir(), "run"), Postgres: srv.URL},
+		Faults: envInt(t, "WEIR_CHAOS_FAULTS", 4),
+		Fault: func(ctx context.Context, rng *rand.Rand) (string, error) {
+			mode := []string{"fast", "immediate"}[rng.IntN(2)]
+			start := time.Now()
+			if err := srv.Restart(mode); err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("PostgreSQL restarted (%s shutdown), down %v", mode, time.Since(start).Round(time.Millisecond)), nil
+		},
+	})
+}
+
+// runChaos completes cfg with the test's workload, seed, worker and
+// output, and runs it.
+func runChaos(t *testing.T, cfg chaos.Config) {
+	cfg.Docs, cfg.Pages, cfg.PoisonEvery, cfg.Finish = 30, 3, 7, 3*time.Minute
+	cfg.Seed = uint64(envInt(t, "WEIR_CHAOS_SEED", int(rand.Uint32())))
+	cfg.Out = testWriter{t}
+	logPath := filepath.Join(filepath.Dir(cfg.Dir), "worker.log")
+	cfg.Worker = func(w chaos.Where) *exec.Cmd {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestChaosWorker$", "-test.v")
+		cmd.Env = append(os.Environ(), "CHAOS_WORKER_DIR="+w.Dir, "CHAOS_WORKER_POSTGRES="+w.Postgres, "CHAOS_WORKER_SCHEMA="+w.Schema)
+		if f, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+			cmd.Stdout, cmd.Stderr = f, f // closed with the process's exit
+		}
+		return cmd
+	}
+	res, err := chaos.Run(context.Background(), cfg)
+	if err != nil {
+		if b, rerr := os.ReadFile(logPath); rerr == nil {
 			t.Logf("the workers' output:\n%s", lastLines(string(b), 40))
 		}
-		t.Fatalf("seed %d: %v", seed, err)
+		t.Fatalf("seed %d: %v", cfg.Seed, err)
 	}
 	t.Log(res)
+	if b, err := os.ReadFile(logPath); err == nil {
+		t.Logf("the workers logged %d warnings and errors; the last:\n%s", strings.Count(string(b), "level="), lastLines(string(b), 8))
+	}
+}
+
+// ownSchema names a schema of the test's own in the database at raw, and
+// drops it at the test's end.
+func ownSchema(t *testing.T, raw string) string {
+	b := make([]byte, 6)
+	_, _ = crand.Read(b)
+	schema := "chaos_" + hex.EncodeToString(b)
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(context.Background(), raw)
+		if err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	return schema
 }
 
 // lastLines returns the last n lines of s.

@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 // Result is what a run found.
 type Result struct {
 	Kills      int
+	Faults     int // database faults ridden out by one worker
 	Lost       int // documents not processed to their end, or not notified
 	Duplicated int // effects or notifications that happened more than once
 	Orphaned   int // files no ledger record names, records of no document
@@ -25,7 +25,11 @@ type Result struct {
 }
 
 func (r Result) String() string {
-	return fmt.Sprintf("kills=%d lost=%d duplicated=%d orphaned=%d", r.Kills, r.Lost, r.Duplicated, r.Orphaned)
+	s := fmt.Sprintf("kills=%d lost=%d duplicated=%d orphaned=%d", r.Kills, r.Lost, r.Duplicated, r.Orphaned)
+	if r.Faults > 0 {
+		s = fmt.Sprintf("faults=%d %s", r.Faults, s)
+	}
+	return s
 }
 
 func (r *Result) problem(counter *int, format string, args ...any) {
@@ -35,14 +39,9 @@ func (r *Result) problem(counter *int, format string, args ...any) {
 
 // unfinished counts the documents whose workflow has not ended or whose
 // end is not notified yet.
-func unfinished(ctx context.Context, dir string) (int, error) {
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "weir.db")+"?_pragma=busy_timeout(5000)&_pragma=query_only(ON)")
-	if err != nil {
-		return 0, err
-	}
-	defer db.Close()
+func unfinished(ctx context.Context, h *db) (int, error) {
 	var n int
-	err = db.QueryRowContext(ctx, `SELECT count(*) FROM chaos_docs d
+	err := h.sql.QueryRowContext(ctx, `SELECT count(*) FROM chaos_docs d
 		WHERE NOT EXISTS (SELECT 1 FROM weir_workflows w WHERE w.id = d.id AND w.status <> 'running')
 			OR NOT EXISTS (SELECT 1 FROM chaos_notified n WHERE n.doc = d.id)`).Scan(&n)
 	return n, err
@@ -53,15 +52,10 @@ func unfinished(ctx context.Context, dir string) (int, error) {
 // file per page and one index entry otherwise), each end notified once,
 // every file named by the ledger and every ledger record of a document,
 // and the dead-letter store holding exactly the poison documents' steps.
-func check(ctx context.Context, cfg Config, res Result) (Result, error) {
-	st, err := openStore(ctx, cfg.Dir)
-	if err != nil {
-		return res, err
-	}
-	defer st.Close()
-	ex := st.Executor()
+func check(ctx context.Context, cfg Config, h *db, res Result) (Result, error) {
+	ex := h.st.Executor()
 	docs := map[string]doc{}
-	rows, err := st.DB().QueryContext(ctx, `SELECT id, poison, pages FROM chaos_docs`)
+	rows, err := h.sql.QueryContext(ctx, `SELECT id, poison, pages FROM chaos_docs`)
 	if err != nil {
 		return res, err
 	}
@@ -75,7 +69,7 @@ func check(ctx context.Context, cfg Config, res Result) (Result, error) {
 	}
 	rows.Close()
 	notified := map[string]int{}
-	rows, err = st.DB().QueryContext(ctx, `SELECT doc FROM chaos_notified`)
+	rows, err = h.sql.QueryContext(ctx, `SELECT doc FROM chaos_notified`)
 	if err != nil {
 		return res, err
 	}
@@ -204,7 +198,7 @@ func check(ctx context.Context, cfg Config, res Result) (Result, error) {
 		}
 	}
 	// Ledger records of anything but a document.
-	txns, err := st.DB().QueryContext(ctx, `SELECT DISTINCT txn FROM weir_effects ORDER BY txn`)
+	txns, err := h.sql.QueryContext(ctx, `SELECT DISTINCT txn FROM weir_effects ORDER BY txn`)
 	if err != nil {
 		return res, err
 	}
@@ -220,7 +214,7 @@ func check(ctx context.Context, cfg Config, res Result) (Result, error) {
 	}
 	txns.Close()
 	var brokerDead int
-	if err := st.DB().QueryRowContext(ctx, `SELECT count(*) FROM chaos_broker_dead`).Scan(&brokerDead); err != nil {
+	if err := h.sql.QueryRowContext(ctx, `SELECT count(*) FROM chaos_broker_dead`).Scan(&brokerDead); err != nil {
 		return res, err
 	}
 	if brokerDead > 0 {

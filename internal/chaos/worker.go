@@ -23,7 +23,6 @@ import (
 	"github.com/weirhq/weir/resilience/backoff"
 	"github.com/weirhq/weir/resilience/retry"
 	"github.com/weirhq/weir/store"
-	"github.com/weirhq/weir/store/sqlite"
 	"github.com/weirhq/weir/workflow"
 )
 
@@ -40,46 +39,23 @@ const (
 // that kills alone do not exhaust it.
 const maxDeliveries = 1000
 
-// schema is the workload's own tables: the documents, the notifications
-// received, and the messages the broker gave up on.
-const schema = `
-CREATE TABLE IF NOT EXISTS chaos_docs (id TEXT PRIMARY KEY, poison INTEGER NOT NULL, pages INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS chaos_notified (seq INTEGER PRIMARY KEY AUTOINCREMENT, doc TEXT NOT NULL, status TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS chaos_broker_dead (seq INTEGER PRIMARY KEY AUTOINCREMENT, topic TEXT NOT NULL, id TEXT NOT NULL, reason TEXT NOT NULL);`
-
-// openStore opens and migrates the workload's store in dir, with its
-// tables.
-func openStore(ctx context.Context, dir string) (*sqlite.Store, error) {
-	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(dir, "weir.db")})
-	if err != nil {
-		return nil, err
-	}
-	if _, err := st.Migrate(ctx); err != nil {
-		st.Close()
-		return nil, err
-	}
-	if _, err := st.DB().ExecContext(ctx, schema); err != nil {
-		st.Close()
-		return nil, fmt.Errorf("chaos tables: %w", err)
-	}
-	return st, nil
-}
-
-// Worker runs the workload in dir until ctx ends: the outbox relay into
-// an embedded NATS server kept in dir, a consumer that starts each
+// Worker runs the workload at w until ctx ends: the outbox relay into an
+// embedded NATS server kept in w.Dir, a consumer that starts each
 // document's workflow, the workflow's states, and a consumer that records
-// each workflow's notification. It is what `weir chaos` runs, and kills.
-func Worker(ctx context.Context, dir string, logger *slog.Logger) (err error) {
+// each workflow's notification. It is what `weir chaos` runs, and kills,
+// or leaves running while its database fails.
+func Worker(ctx context.Context, w Where, logger *slog.Logger) (err error) {
 	defer func() {
 		if ctx.Err() != nil {
 			err = nil // stopped on request, at whatever point it had reached
 		}
 	}()
-	st, err := openStore(ctx, dir)
+	d, err := openDB(ctx, w)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer d.close()
+	st, dir := d.st, w.Dir
 	b, err := nats.OpenEmbedded(ctx, nats.EmbeddedConfig{Dir: filepath.Join(dir, "nats"), Broker: nats.Config{Logger: logger}})
 	if err != nil {
 		return err
@@ -91,7 +67,7 @@ func Worker(ctx context.Context, dir string, logger *slog.Logger) (err error) {
 
 	ws := weir.NewWorkers()
 	eng, err := workflow.New(workflow.Config{Store: st, Workers: ws, Logger: logger,
-		Definitions: []*workflow.Definition{documentFlow(dir, st.DB())},
+		Definitions: []*workflow.Definition{documentFlow(dir, d.sql)},
 		// Every kill during a state costs it an attempt (its lease
 		// expires, or the restart takes it back): enough attempts that
 		// kills alone do not exhaust them.
@@ -119,21 +95,20 @@ func Worker(ctx context.Context, dir string, logger *slog.Logger) (err error) {
 		return err
 	}
 
-	deadLetter := func(ctx context.Context, d broker.Delivery, reason string, _ error) error {
-		_, err := st.DB().ExecContext(ctx, `INSERT INTO chaos_broker_dead (topic, id, reason) VALUES (?, ?, ?)`, d.Topic, d.ID, reason)
+	deadLetter := func(ctx context.Context, dl broker.Delivery, reason string, _ error) error {
+		_, err := d.sql.ExecContext(ctx, `INSERT INTO chaos_broker_dead (topic, id, reason) VALUES ($1, $2, $3)`, dl.Topic, dl.ID, reason)
 		return err
 	}
-	starter := inbox.Handle(st.RunTx, func(ctx context.Context, tx *sql.Tx, d broker.Delivery) error {
-		_, _, err := eng.Start(ctx, st.Tx(tx), flowName, string(d.Body), nil)
+	starter := inbox.Handle(d.runTx, func(ctx context.Context, tx txn, dl broker.Delivery) error {
+		_, _, err := eng.Start(ctx, tx.ex, flowName, string(dl.Body), nil)
 		return err
 	}, inbox.Config{Logger: logger})
-	notified := inbox.Handle(st.RunTx, func(ctx context.Context, tx *sql.Tx, d broker.Delivery) error {
+	notified := inbox.Handle(d.runTx, func(ctx context.Context, tx txn, dl broker.Delivery) error {
 		var n workflow.Notification
-		if err := jsonUnmarshal(d.Body, &n); err != nil {
+		if err := json.Unmarshal(dl.Body, &n); err != nil {
 			return retry.Permanent(err)
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO chaos_notified (doc, status) VALUES (?, ?)`, n.Workflow, string(n.Status))
-		return err
+		return tx.exec(ctx, `INSERT INTO chaos_notified (doc, status) VALUES ($1, $2)`, n.Workflow, string(n.Status))
 	}, inbox.Config{Logger: logger})
 
 	errs := make(chan error, 3)
@@ -243,10 +218,8 @@ type doc struct {
 // loadDoc reads the document id.
 func loadDoc(ctx context.Context, db *sql.DB, id string) (doc, error) {
 	d := doc{id: id}
-	if err := db.QueryRowContext(ctx, `SELECT poison, pages FROM chaos_docs WHERE id = ?`, id).Scan(&d.poison, &d.pages); err != nil {
+	if err := db.QueryRowContext(ctx, `SELECT poison, pages FROM chaos_docs WHERE id = $1`, id).Scan(&d.poison, &d.pages); err != nil {
 		return doc{}, fmt.Errorf("document %s: %w", id, err)
 	}
 	return d, nil
 }
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/internal/chaos"
+	"github.com/weirhq/weir/internal/faultproxy"
 )
 
 // chaosKillsEnv sets the default of "weir chaos -kills".
@@ -28,9 +31,22 @@ func setupChaos(fs *flag.FlagSet) runFunc {
 	seed := fs.Uint64("seed", 0, "seed of the kill schedule (0: a new one, printed)")
 	dir := fs.String("dir", "", "directory of the run, empty or missing (default: a new temporary one, kept)")
 	finish := fs.Duration("finish", 5*time.Minute, "time the last run has to finish every document")
+	pg := fs.String("postgres", "", "URL of a PostgreSQL database to keep the workload in (default: SQLite in the run's directory)")
+	schema := fs.String("schema", "weir_chaos", "PostgreSQL schema of the workload, which must hold no earlier run")
+	cuts := fs.Int("cuts", 0, "instead of kills: times to cut the worker's connections to PostgreSQL (through a proxy on loopback)")
+	restarts := fs.Int("restarts", 0, "instead of kills: times to restart PostgreSQL with -restart-command")
+	restartCmd := fs.String("restart-command", "", "shell command that restarts PostgreSQL and returns once it is back, for -restarts")
 	return func(s streams, args []string) error {
 		if len(args) > 0 {
 			return usageError{fmt.Sprintf("unexpected argument %q", args[0])}
+		}
+		switch {
+		case (*cuts > 0 || *restarts > 0) && *pg == "":
+			return usageError{"-cuts and -restarts need -postgres"}
+		case *restarts > 0 && *restartCmd == "":
+			return usageError{"-restarts needs -restart-command"}
+		case *cuts < 0 || *restarts < 0:
+			return usageError{"-cuts and -restarts must not be negative"}
 		}
 		killsSet := false
 		fs.Visit(func(f *flag.Flag) { killsSet = killsSet || f.Name == "kills" })
@@ -57,19 +73,32 @@ func setupChaos(fs *flag.FlagSet) runFunc {
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		_, err = chaos.Run(ctx, chaos.Config{Dir: *dir, Docs: *docs, Pages: *pages, PoisonEvery: *poison, Kills: *kills, Seed: *seed,
+		cfg := chaos.Config{Where: chaos.Where{Dir: *dir, Postgres: *pg, Schema: *schema},
+			Docs: *docs, Pages: *pages, PoisonEvery: *poison, Kills: *kills, Seed: *seed,
 			Finish: *finish, Out: s.stdout,
-			Worker: func(dir string) *exec.Cmd {
-				cmd := exec.Command(self, "chaos-worker", dir)
+			Worker: func(w chaos.Where) *exec.Cmd {
+				cmd := exec.Command(self, "chaos-worker", "-postgres", w.Postgres, "-schema", w.Schema, w.Dir)
 				cmd.Stderr = s.stderr
 				return cmd
-			}})
+			}}
+		if *cuts+*restarts > 0 {
+			cfg.Kills, cfg.Faults = 0, *cuts+*restarts
+			fault, workerURL, closeProxy, err := dbFaults(*pg, *cuts, *restarts, *restartCmd)
+			if err != nil {
+				return err
+			}
+			defer closeProxy()
+			cfg.Fault, cfg.WorkerPostgres = fault, workerURL
+		}
+		_, err = chaos.Run(ctx, cfg)
 		return err
 	}
 }
 
 // setupChaosWorker declares "weir chaos-worker", which "weir chaos" runs.
-func setupChaosWorker(*flag.FlagSet) runFunc {
+func setupChaosWorker(fs *flag.FlagSet) runFunc {
+	pg := fs.String("postgres", "", "URL of the PostgreSQL database of the workload (default: SQLite in the run's directory)")
+	schema := fs.String("schema", "", "PostgreSQL schema of the workload")
 	return func(s streams, args []string) error {
 		if len(args) != 1 {
 			return usageError{"want the run's directory"}
@@ -77,6 +106,49 @@ func setupChaosWorker(*flag.FlagSet) runFunc {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		logger := slog.New(slog.NewTextHandler(s.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		return chaos.Worker(ctx, args[0], logger)
+		return chaos.Worker(ctx, chaos.Where{Dir: args[0], Postgres: *pg, Schema: *schema}, logger)
 	}
+}
+
+// dbFaults returns the Fault of a run with cuts cuts of the connections to
+// PostgreSQL at pgURL and restarts runs of restartCmd, in a seeded random
+// order; the URL the worker dials, through a fault proxy when there are
+// cuts; and what closes the proxy.
+func dbFaults(pgURL string, cuts, restarts int, restartCmd string) (func(context.Context, *rand.Rand) (string, error), string, func(), error) {
+	workerURL, closeProxy := pgURL, func() {}
+	var cut func(context.Context, *rand.Rand) (string, error)
+	if cuts > 0 {
+		u, err := url.Parse(pgURL)
+		if err != nil || u.Hostname() == "" {
+			return nil, "", nil, usageError{"-postgres: not a URL with a host, which -cuts puts a proxy in front of"}
+		}
+		target := u.Host
+		if u.Port() == "" {
+			target = net.JoinHostPort(u.Hostname(), "5432")
+		}
+		p, err := faultproxy.New(target)
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("start the fault proxy: %w", err)
+		}
+		via := *u
+		via.Host = p.Addr()
+		workerURL, closeProxy, cut = via.String(), func() { _ = p.Close() }, chaos.CutConnections(p)
+	}
+	restart := func(ctx context.Context, _ *rand.Rand) (string, error) {
+		start := time.Now()
+		if out, err := exec.CommandContext(ctx, "sh", "-c", restartCmd).CombinedOutput(); err != nil {
+			return "", fmt.Errorf("-restart-command: %v: %s", err, out)
+		}
+		return fmt.Sprintf("PostgreSQL restarted by -restart-command in %v", time.Since(start).Round(time.Millisecond)), nil
+	}
+	cutsLeft, restartsLeft := cuts, restarts
+	fault := func(ctx context.Context, rng *rand.Rand) (string, error) {
+		if restartsLeft == 0 || (cutsLeft > 0 && rng.IntN(cutsLeft+restartsLeft) < cutsLeft) {
+			cutsLeft--
+			return cut(ctx, rng)
+		}
+		restartsLeft--
+		return restart(ctx, rng)
+	}
+	return fault, workerURL, closeProxy, nil
 }

@@ -153,3 +153,17 @@ func redact(err error) string {
 	}
 	return err.Error()
 }
+
+// Missing skips the test, loudly, for want of what the message names (a
+// program, say), or fails it under WEIR_REQUIRE_SERVICES=1.
+func Missing(t testing.TB, what string) {
+	t.Helper()
+	require, err := required(os.Getenv(RequireEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if require {
+		t.Fatalf("%s, and %s=1 requires it", what, RequireEnv)
+	}
+	t.Skipf("SKIPPING: %s; set %s=1 to make this a failure", what, RequireEnv)
+}

@@ -269,3 +269,18 @@ func clampDur(d float64, cap time.Duration) time.Duration {
 	}
 	return time.Duration(d)
 }
+
+// PollCap is the longest PollDelay waits after failures, unless the poll
+// interval itself is longer.
+const PollCap = 2 * time.Second
+
+// PollDelay is how long a poller that polls every every waits after fails
+// failures in a row of what it polls (a database that is down, say):
+// every, doubled at each failure up to the greater of every and PollCap,
+// with the default jitter. Without failures it is every.
+func PollDelay(every time.Duration, fails int) time.Duration {
+	if fails < 1 || every <= 0 {
+		return every
+	}
+	return max(every, Exponential(every, 2, max(every, PollCap)).Next(fails, 0))
+}

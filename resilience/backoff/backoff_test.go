@@ -281,3 +281,26 @@ func BenchmarkDelay(b *testing.B) {
 		_ = bo.Delay(i%10+1, 0, 0.5)
 	}
 }
+
+func TestPollDelay(t *testing.T) {
+	const every = 20 * time.Millisecond
+	if got := backoff.PollDelay(every, 0); got != every {
+		t.Fatalf("no failures: %v, want %v", got, every)
+	}
+	prevLow := time.Duration(0)
+	for fails := 1; fails <= 12; fails++ {
+		got := backoff.PollDelay(every, fails)
+		want := min(every<<(fails-1), backoff.PollCap)
+		lo, hi := max(every, time.Duration(float64(want)*0.8)), time.Duration(float64(want)*1.2)
+		if got < lo || got > min(hi, backoff.PollCap) {
+			t.Fatalf("%d failures: %v, want within [%v, %v]", fails, got, lo, min(hi, backoff.PollCap))
+		}
+		if lo < prevLow {
+			t.Fatalf("%d failures: the bound went down", fails)
+		}
+		prevLow = lo
+	}
+	if got := backoff.PollDelay(5*time.Second, 3); got != 5*time.Second {
+		t.Fatalf("a poll longer than the cap: %v, want the poll, 5s", got)
+	}
+}
