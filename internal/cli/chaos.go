@@ -48,6 +48,18 @@ func setupChaos(fs *flag.FlagSet) runFunc {
 		case *cuts < 0 || *restarts < 0:
 			return usageError{"-cuts and -restarts must not be negative"}
 		}
+		var (
+			fault     func(context.Context, *rand.Rand) (string, error)
+			workerURL string
+		)
+		if *cuts+*restarts > 0 {
+			var closeProxy func()
+			var err error
+			if fault, workerURL, closeProxy, err = dbFaults(*pg, *cuts, *restarts, *restartCmd); err != nil {
+				return err
+			}
+			defer closeProxy()
+		}
 		killsSet := false
 		fs.Visit(func(f *flag.Flag) { killsSet = killsSet || f.Name == "kills" })
 		if v := os.Getenv(chaosKillsEnv); v != "" && !killsSet {
@@ -83,11 +95,6 @@ func setupChaos(fs *flag.FlagSet) runFunc {
 			}}
 		if *cuts+*restarts > 0 {
 			cfg.Kills, cfg.Faults = 0, *cuts+*restarts
-			fault, workerURL, closeProxy, err := dbFaults(*pg, *cuts, *restarts, *restartCmd)
-			if err != nil {
-				return err
-			}
-			defer closeProxy()
 			cfg.Fault, cfg.WorkerPostgres = fault, workerURL
 		}
 		_, err = chaos.Run(ctx, cfg)

@@ -311,4 +311,18 @@ func TestChaosRefusesBadInput(t *testing.T) {
 	if code, _, stderr := run("chaos-worker"); code != 2 || !strings.Contains(stderr, "want the run's directory") {
 		t.Fatalf("chaos-worker without a directory: %d, %q", code, stderr)
 	}
+	t.Setenv("WEIR_CHAOS_KILLS", "")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-cuts", "3"}, "-cuts and -restarts need -postgres"},
+		{[]string{"-postgres", "postgres://h/db", "-restarts", "1"}, "-restarts needs -restart-command"},
+		{[]string{"-postgres", "postgres://h/db", "-cuts", "-1"}, "must not be negative"},
+		{[]string{"-postgres", "not a url", "-cuts", "1"}, "-postgres: not a URL with a host"},
+	} {
+		if code, _, stderr := run(append([]string{"chaos"}, c.args...)...); code != 2 || !strings.Contains(stderr, c.want) {
+			t.Fatalf("chaos %v: %d, %q; want exit 2 and %q", c.args, code, stderr, c.want)
+		}
+	}
 }
