@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -51,6 +52,11 @@ type command struct {
 	// that runs it, which reads the parsed flags through the variables
 	// setup bound them to.
 	setup func(fs *flag.FlagSet) runFunc
+
+	// env: each flag not given on the command line takes its value from
+	// the variable WEIR_<FLAG> (upper case, "-" as "_"), if set: -store
+	// from WEIR_STORE, -llm-url from WEIR_LLM_URL.
+	env bool
 }
 
 // commands is the command table, in the order "weir help" lists it. It is
@@ -166,6 +172,12 @@ func (c command) exec(s streams, args []string) int {
 		}
 		return c.usageFailure(s, err)
 	}
+	if c.env {
+		if err := flagsFromEnv(fs, os.LookupEnv); err != nil {
+			fmt.Fprintf(s.stderr, "weir %s: %v\n", c.name, err)
+			return exitFail
+		}
+	}
 	err := run(s, fs.Args())
 	if ue := (usageError{}); errors.As(err, &ue) {
 		return c.usageFailure(s, err)
@@ -226,6 +238,9 @@ func (c command) writeHelp(w io.Writer, fs *flag.FlagSet) error {
 	hasFlags := false
 	fs.VisitAll(func(*flag.Flag) { hasFlags = true })
 	if hasFlags {
+		if c.env {
+			b.WriteString("\nEach flag can also be set by its WEIR_ variable: -store by WEIR_STORE,\n-llm-url by WEIR_LLM_URL; a flag on the command line wins.\n")
+		}
 		b.WriteString("\nFlags:\n")
 		fs.SetOutput(&b)
 		fs.PrintDefaults()
@@ -233,6 +248,32 @@ func (c command) writeHelp(w io.Writer, fs *flag.FlagSet) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// envName is the variable that sets flag name: WEIR_ and the name in
+// upper case, with "_" for "-".
+func envName(flag string) string {
+	return "WEIR_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// flagsFromEnv sets each flag of fs not given on the command line from
+// its variable (envName), when lookup finds it; a value the flag refuses
+// is an error that names the variable.
+func flagsFromEnv(fs *flag.FlagSet, lookup func(string) (string, bool)) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if given[f.Name] {
+			return
+		}
+		if v, ok := lookup(envName(f.Name)); ok {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %v", envName(f.Name), v, err))
+			}
+		}
+	})
+	return errors.Join(errs...)
 }
 
 func capitalize(s string) string {

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -324,5 +325,29 @@ func TestChaosRefusesBadInput(t *testing.T) {
 		if code, _, stderr := run(append([]string{"chaos"}, c.args...)...); code != 2 || !strings.Contains(stderr, c.want) {
 			t.Fatalf("chaos %v: %d, %q; want exit 2 and %q", c.args, code, stderr, c.want)
 		}
+	}
+}
+
+func TestFlagsFromEnv(t *testing.T) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	storeURL := fs.String("store", "", "")
+	llm := fs.String("llm-url", "", "")
+	n := fs.Int("batch", 100, "")
+	if err := fs.Parse([]string{"-store", "postgres://given"}); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"WEIR_STORE": "postgres://env", "WEIR_LLM_URL": "http://llm", "WEIR_BATCH": "7"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	if err := flagsFromEnv(fs, lookup); err != nil {
+		t.Fatal(err)
+	}
+	if *storeURL != "postgres://given" || *llm != "http://llm" || *n != 7 {
+		t.Fatalf("store %q, llm-url %q, batch %d: want the command line's store and the rest from the environment", *storeURL, *llm, *n)
+	}
+	env["WEIR_BATCH"] = "seven"
+	fs2 := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs2.Int("batch", 100, "")
+	if err := flagsFromEnv(fs2, lookup); err == nil || !strings.Contains(err.Error(), `WEIR_BATCH="seven"`) {
+		t.Fatalf("a bad value: %v, want an error naming WEIR_BATCH", err)
 	}
 }
