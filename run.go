@@ -335,10 +335,11 @@ func (c *Client) finish(ctx context.Context, log *slog.Logger, reg *registration
 }
 
 // ttlStart is when j's TTL started: when the job was made or, if an
-// operator requeued it from the dead-letter store, at the latest requeue.
+// operator requeued it from the dead-letter store or retried it, at the
+// latest requeue or retry.
 func ttlStart(j *weirtype.Job) time.Time {
 	for i := len(j.Errors) - 1; i >= 0; i-- {
-		if j.Errors[i].Type == weirtype.ErrorTypeRequeued {
+		if t := j.Errors[i].Type; t == weirtype.ErrorTypeRequeued || t == weirtype.ErrorTypeRetried {
 			return j.Errors[i].At
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/weirhq/weir/weirtype"
@@ -262,6 +263,95 @@ type Executor interface {
 	// PurgeDeadLetters deletes the dead letters that match f, and their
 	// jobs, and returns how many dead letters it deleted.
 	PurgeDeadLetters(ctx context.Context, f DeadLetterFilter) (int, error)
+
+	// ListJobs returns up to f.Limit jobs that match f, newest (highest
+	// id) first; pass the last id returned as the next page's f.Before.
+	// An unknown state in f.States, or a negative Limit or Before, is an
+	// error wrapping ErrInvalid that names it.
+	ListJobs(ctx context.Context, f JobFilter) ([]*weirtype.Job, error)
+	// RetryJob makes the job with the id run again at now, by state:
+	//
+	//   - available: nothing changes; the job is returned as it is.
+	//   - scheduled: available at now; its attempts, deadline and errors
+	//     are kept.
+	//   - completed, cancelled, dead: available at now, its finalized
+	//     time, lease and deadline cleared (the deadline passed, or will
+	//     soon: the operator decides anew, as for a requeue). Its attempt
+	//     count is kept, not reset, so that a lease of an earlier attempt
+	//     (a cancelled job's handler still running, say) can never finish
+	//     the next one; MaxAttempts is raised to Attempt+1 when no attempt
+	//     is left, so the job gets at least one more (River's JobRetry
+	//     raises it the same way). An error of type
+	//     weirtype.ErrorTypeRetried, with the job's Attempt, is appended
+	//     to its history. A dead job's dead letters are deleted in the
+	//     same transaction, as RequeueDeadLetters deletes those it
+	//     requeues, so the dead-letter store never lists a job that is
+	//     waiting to run.
+	//   - running: an error wrapping ErrConflict, changing nothing: it is
+	//     in flight; cancel it first.
+	//
+	// A missing job is ErrNotFound. Unlike RequeueDeadLetters, which
+	// starts a dead job's attempts again from 1, RetryJob gives a job one
+	// more go at its remaining attempts.
+	RetryJob(ctx context.Context, now time.Time, id int64) (*weirtype.Job, error)
+}
+
+// Limits of JobFilter.Limit.
+const (
+	DefaultJobListLimit = 100
+	MaxJobListLimit     = 1000
+)
+
+// JobFilter selects jobs for ListJobs. Zero fields match everything.
+type JobFilter struct {
+	// States, when not empty, keeps the jobs in one of them.
+	States []weirtype.State
+	// Kinds, when not empty, keeps the jobs of one of them.
+	Kinds []string
+	// Queue, when set, keeps the jobs of that queue.
+	Queue string
+	// Before is a keyset cursor: only jobs with an id below it. 0 starts
+	// from the newest job.
+	Before int64
+	// Limit is the most jobs returned. Default (0) 100
+	// (DefaultJobListLimit); a larger one than 1000 (MaxJobListLimit) is
+	// lowered to it; a negative one is ErrInvalid.
+	Limit int
+}
+
+// Normalize returns f with its defaults filled in and its states and
+// kinds each listed once, or an error wrapping ErrInvalid that names the
+// bad field. Drivers call it before reading.
+func (f JobFilter) Normalize() (JobFilter, error) {
+	switch {
+	case f.Limit < 0:
+		return f, fmt.Errorf("%w: limit %d is negative", ErrInvalid, f.Limit)
+	case f.Limit == 0:
+		f.Limit = DefaultJobListLimit
+	case f.Limit > MaxJobListLimit:
+		f.Limit = MaxJobListLimit
+	}
+	if f.Before < 0 {
+		return f, fmt.Errorf("%w: before %d is negative", ErrInvalid, f.Before)
+	}
+	var states []weirtype.State
+	for _, s := range f.States {
+		if !s.Valid() {
+			return f, fmt.Errorf("%w: state %q is unknown (want one of %v)", ErrInvalid, s, weirtype.States())
+		}
+		if !slices.Contains(states, s) {
+			states = append(states, s)
+		}
+	}
+	f.States = states
+	var kinds []string
+	for _, k := range f.Kinds {
+		if !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+	}
+	f.Kinds = kinds
+	return f, nil
 }
 
 // ClaimParams is what Claim takes.

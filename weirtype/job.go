@@ -162,6 +162,11 @@ const (
 	// dead-letter store (with Attempt 0: no attempt failed); the attempts
 	// after it start again from 1, and its At starts the job's TTL anew.
 	ErrorTypeRequeued = "requeued"
+	// ErrorTypeRetried marks where an operator made a completed, cancelled
+	// or dead job run again (store.Executor.RetryJob). Its Attempt is the
+	// job's attempt count then, which goes on counting: the next attempt
+	// is Attempt+1.
+	ErrorTypeRetried = "retried"
 )
 
 // DeadLetter is an abandoned job with everything an operator needs to

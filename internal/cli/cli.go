@@ -84,6 +84,34 @@ func commands() []command {
 			},
 		},
 		{
+			name:    "migrate",
+			summary: "bring the store's schema up to date, making the data directory if needed",
+			usage:   "weir migrate [-store URL] [-schema S] [-data DIR]",
+			help: "Applies the migrations the store lacks, each in its own transaction, and\n" +
+				"prints which it applied. Without -store the store is the SQLite file\n" +
+				"<data>/weir.db, made with its directory when missing; with a postgres:// URL\n" +
+				"it is that database's -schema. Running it again changes nothing. A store\n" +
+				"migrated by a newer weir is refused, unchanged.",
+			setup: setupMigrate,
+			env:   true,
+		},
+		{
+			name:    "dlq",
+			summary: "list, show, export, requeue and purge dead letters",
+			usage:   dlqGroup().usage(),
+			help:    dlqGroup().help(),
+			setup:   dlqGroup().setup,
+			env:     true,
+		},
+		{
+			name:    "jobs",
+			summary: "list, show, retry and cancel jobs",
+			usage:   jobsGroup().usage(),
+			help:    jobsGroup().help(),
+			setup:   jobsGroup().setup,
+			env:     true,
+		},
+		{
 			name:    "chaos",
 			summary: "kill a weir worker again and again mid-work, then check nothing was lost or done twice",
 			usage:   "weir chaos [-docs N] [-pages N] [-poison-every N] [-kills K] [-seed S] [-dir DIR]",

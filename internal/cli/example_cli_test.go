@@ -23,6 +23,9 @@ func ExampleMain() {
 	//
 	// 	help          show this help, or the help of one command
 	// 	config        print the configuration read from WEIR_* variables, refusing bad values
+	// 	migrate       bring the store's schema up to date, making the data directory if needed
+	// 	dlq           list, show, export, requeue and purge dead letters
+	// 	jobs          list, show, retry and cancel jobs
 	// 	chaos         kill a weir worker again and again mid-work, then check nothing was lost or done twice
 	// 	chaos-worker  run the chaos workload in DIR until stopped (weir chaos runs it)
 	// 	version       print the weir version, the Go version and the VCS revision

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/weirtype"
 )
 
 // TestLifecycleQueriesUseIndexes protects the lifecycle's efficiency: none
@@ -39,23 +40,41 @@ func TestLifecycleQueriesUseIndexes(t *testing.T) {
 	// The statements that must look jobs up by id.
 	const byID = "SEARCH weir_jobs USING INTEGER PRIMARY KEY (rowid=?)"
 	lookUp := map[string]bool{"heartbeat": true, "complete": true, "complete many": true, "retry": true,
-		"abandon": true, "snooze": true, "expire held": true, "late result": true, "accept late result": true}
+		"abandon": true, "snooze": true, "expire held": true, "late result": true, "accept late result": true,
+		"retry a final job": true}
 	// Steps the plans of the hot statements must have.
 	want := map[string][]string{
 		"claim": {
 			"SEARCH weir_jobs USING COVERING INDEX weir_jobs_available (queue=?)",
 			"SEARCH weir_jobs USING COVERING INDEX weir_jobs_scheduled (queue=?)",
 		},
-		"rescue":           {"SEARCH weir_jobs USING COVERING INDEX weir_jobs_lease_expiry (lease_expires_at<?)"},
-		"expire deadlines": {"SEARCH weir_jobs USING INDEX weir_jobs_deadline (deadline_at<?)"},
-		"job by key":       {"SEARCH weir_jobs USING INDEX weir_jobs_idempotency_key (idempotency_key=?)"},
+		"rescue":               {"SEARCH weir_jobs USING COVERING INDEX weir_jobs_lease_expiry (lease_expires_at<?)"},
+		"expire deadlines":     {"SEARCH weir_jobs USING INDEX weir_jobs_deadline (deadline_at<?)"},
+		"job by key":           {"SEARCH weir_jobs USING INDEX weir_jobs_idempotency_key (idempotency_key=?)"},
+		"list jobs of a state": {"SEARCH weir_jobs USING INDEX weir_jobs_state (state=? AND id<?)"},
+		"list jobs of states":  {"SEARCH weir_jobs USING INDEX weir_jobs_state (state=? AND id<?)"},
+		"list jobs":            {"SEARCH weir_jobs USING INTEGER PRIMARY KEY (rowid<?)"},
 	}
 	// The partial indexes of jobs not final that a rare query may walk.
 	walks := map[string][]string{
 		"release":              {"SCAN weir_jobs USING INDEX weir_jobs_lease_expiry"},
 		"stuck":                {"SCAN weir_jobs USING INDEX weir_jobs_lease_expiry"},
 		"pending late results": {"SCAN weir_late_results USING INDEX weir_late_results_pending"},
+		// The first page of every job: the rowid backwards, stopping at
+		// the limit.
+		"list jobs from the newest": {"SCAN weir_jobs"},
 	}
+	listJobs := func(f store.JobFilter) (string, []any) {
+		f, err := f.Normalize()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return listJobsQuery(f)
+	}
+	oneState, oneStateArgs := listJobs(store.JobFilter{States: []weirtype.State{weirtype.StateDead}, Before: 10, Kinds: []string{"k"}})
+	states, statesArgs := listJobs(store.JobFilter{States: []weirtype.State{weirtype.StateDead, weirtype.StateCompleted}, Before: 10})
+	all, allArgs := listJobs(store.JobFilter{Before: 10, Queue: "q"})
+	newest, newestArgs := listJobs(store.JobFilter{})
 	queries := []struct {
 		name, sql string
 		args      []any
@@ -87,6 +106,11 @@ func TestLifecycleQueriesUseIndexes(t *testing.T) {
 		{"late results by kind", "SELECT " + lateResultColumns + " FROM weir_late_results WHERE kind = ? ORDER BY id", []any{"k"}},
 		{"pending late results", "SELECT " + lateResultColumns + " FROM weir_late_results WHERE accepted_at IS NULL ORDER BY id", nil},
 		{"stuck", listStuck, []any{1, 10}},
+		{"list jobs of a state", oneState, oneStateArgs},
+		{"list jobs of states", states, statesArgs},
+		{"list jobs", all, allArgs},
+		{"list jobs from the newest", newest, newestArgs},
+		{"retry a final job", retryFinalJob, []any{1, "{}", 1, "dead"}},
 	}
 	for _, q := range queries {
 		rows, err := s.write.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q.sql, q.args...)

@@ -1,0 +1,267 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/store/postgres"
+	"github.com/weirhq/weir/store/sqlite"
+)
+
+// Defaults of the store flags.
+const (
+	defaultDataDir = "./weir-data"
+	sqliteFileName = "weir.db" // in the data directory
+)
+
+// storeFlags are the flags that choose the store, shared by every command
+// that opens one: -store, -schema and -data. A command declares them on its
+// FlagSet, is marked env: true in the command table (so that WEIR_STORE,
+// WEIR_SCHEMA and WEIR_DATA set them when the command line does not), and
+// opens the store when it runs:
+//
+//	func setupStatus(fs *flag.FlagSet) runFunc {
+//		var sf storeFlags
+//		sf.declare(fs)
+//		return func(s streams, args []string) error {
+//			o, err := sf.open(context.Background()) // a store that must exist
+//			if err != nil {
+//				return err
+//			}
+//			defer o.close()
+//			jobs, err := o.store.Executor().ListJobs(…)
+//			…
+//		}
+//	}
+//
+// open is for the commands that read or change an existing store: it
+// refuses a missing data directory (it never makes one), a missing SQLite
+// file and a store not migrated to this weir's schema, each with a message
+// that says what to do. openOrCreate is for the commands that may start a
+// store (migrate; run and ingest, which migrate first): it makes the data
+// directory and leaves the schema to the caller's Migrate.
+type storeFlags struct {
+	url    string // -store: empty for SQLite in data, or a postgres:// URL
+	schema string // -schema: the PostgreSQL schema
+	data   string // -data: the directory of the SQLite file
+}
+
+// declare adds -store, -schema and -data to fs. Their defaults are f's
+// current values, or the package defaults for those empty: a subcommand
+// declares them again with the values its command parsed as defaults.
+func (f *storeFlags) declare(fs *flag.FlagSet) {
+	if f.schema == "" {
+		f.schema = postgres.DefaultSchema
+	}
+	if f.data == "" {
+		f.data = defaultDataDir
+	}
+	fs.StringVar(&f.url, "store", f.url,
+		"the store `URL`: empty for the embedded SQLite file <data>/"+sqliteFileName+", or a postgres:// (postgresql://) URL for PostgreSQL")
+	fs.StringVar(&f.schema, "schema", f.schema, "the PostgreSQL `schema` of weir's tables")
+	fs.StringVar(&f.data, "data", f.data, "the data `directory`, which holds the SQLite file "+sqliteFileName)
+}
+
+// openedStore is what both drivers are.
+type openedStore interface {
+	store.Store
+	store.Transactor
+}
+
+// opened is a store a command opened, with the function that closes it
+// and a description of where it is for messages ("SQLite file
+// weir-data/weir.db"), which never holds a password.
+type opened struct {
+	store openedStore
+	close func() error
+	where string
+}
+
+// driver names the driver -store chooses: "sqlite" or "postgres". Any
+// other value is a usage error that names the problem and never repeats
+// a URL's password.
+func (f storeFlags) driver() (string, error) {
+	if f.url == "" {
+		return "sqlite", nil
+	}
+	u, err := url.Parse(f.url)
+	switch {
+	case err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql"):
+		return "postgres", nil
+	case err == nil && u.Scheme != "":
+		return "", usageError{fmt.Sprintf("-store: unsupported scheme %q: want a postgres:// or postgresql:// URL, or no -store for the SQLite file in -data", u.Scheme)}
+	default:
+		return "", usageError{"-store: not a URL: want a postgres:// or postgresql:// URL, or no -store for the SQLite file in -data (set -data to the directory that holds " + sqliteFileName + ")"}
+	}
+}
+
+// sqlitePath is the SQLite file in the data directory.
+func (f storeFlags) sqlitePath() string { return filepath.Join(f.data, sqliteFileName) }
+
+// where describes the store for messages.
+func (f storeFlags) where(driver string) string {
+	if driver == "sqlite" {
+		return "SQLite file " + f.sqlitePath()
+	}
+	loc := "PostgreSQL"
+	if u, err := url.Parse(f.url); err == nil {
+		u.User = nil // no user name or password in messages
+		u.RawQuery = ""
+		loc = u.String()
+	}
+	return fmt.Sprintf("PostgreSQL schema %q at %s", f.schema, loc)
+}
+
+// noData is the error of a store that is not there.
+func (f storeFlags) noData(driver string) error {
+	if driver == "sqlite" {
+		return fmt.Errorf("no weir data at %s (run weir run or weir migrate, or set -data / WEIR_DATA)", f.data)
+	}
+	return fmt.Errorf("no weir data in %s (run weir run or weir migrate, or set -schema / WEIR_SCHEMA)", f.where(driver))
+}
+
+// open opens the existing store the flags name, migrated to this weir's
+// schema. It creates nothing on disk: a missing data directory or SQLite
+// file is an error that says to run weir migrate. (PostgreSQL's driver
+// makes a missing schema, empty, before the check refuses it.)
+func (f storeFlags) open(ctx context.Context) (opened, error) {
+	driver, err := f.driver()
+	if err != nil {
+		return opened{}, err
+	}
+	if driver == "sqlite" {
+		if err := f.checkData(); err != nil {
+			return opened{}, err
+		}
+	}
+	o, err := f.connect(ctx, driver)
+	if err != nil {
+		return opened{}, err
+	}
+	cur, latest, err := o.store.SchemaVersion(ctx)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("%s: %w", o.where, err)
+	case cur == 0:
+		err = f.noData(driver)
+	case cur < latest:
+		err = fmt.Errorf("%s is at schema version %d and this weir needs %d: run weir migrate", o.where, cur, latest)
+	case cur > latest:
+		err = fmt.Errorf("%s is at schema version %d, newer than this weir's %d (upgrade weir): %w", o.where, cur, latest, store.ErrSchemaTooNew)
+	}
+	if err != nil {
+		_ = o.close()
+		return opened{}, err
+	}
+	return o, nil
+}
+
+// openOrCreate opens the store the flags name, making the data directory
+// (for SQLite) when it is missing; the schema is the caller's to migrate.
+func (f storeFlags) openOrCreate(ctx context.Context) (opened, error) {
+	driver, err := f.driver()
+	if err != nil {
+		return opened{}, err
+	}
+	if driver == "sqlite" {
+		if err := os.MkdirAll(f.data, 0o755); err != nil {
+			return opened{}, fmt.Errorf("make the data directory: %w", err)
+		}
+	}
+	return f.connect(ctx, driver)
+}
+
+// checkData returns the error of a data directory or SQLite file that is
+// missing, or of a data directory that is not a directory.
+func (f storeFlags) checkData() error {
+	fi, err := os.Stat(f.data)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return f.noData("sqlite")
+	case err != nil:
+		return fmt.Errorf("-data: %w", err)
+	case !fi.IsDir():
+		return fmt.Errorf("-data %s is not a directory", f.data)
+	}
+	if _, err := os.Stat(f.sqlitePath()); errors.Is(err, fs.ErrNotExist) {
+		return f.noData("sqlite")
+	}
+	return nil
+}
+
+func (f storeFlags) connect(ctx context.Context, driver string) (opened, error) {
+	where := f.where(driver)
+	var (
+		st  openedStore
+		err error
+	)
+	if driver == "sqlite" {
+		st, err = sqlite.Open(ctx, sqlite.Config{Path: f.sqlitePath()})
+	} else {
+		st, err = postgres.Open(ctx, postgres.Config{URL: f.url, Schema: f.schema})
+	}
+	if err != nil {
+		return opened{}, fmt.Errorf("open %s: %w", where, err)
+	}
+	return opened{store: st, close: st.Close, where: where}, nil
+}
+
+// setupMigrate declares the flags of "weir migrate".
+func setupMigrate(fs *flag.FlagSet) runFunc {
+	var sf storeFlags
+	sf.declare(fs)
+	return func(s streams, args []string) error {
+		if len(args) > 0 {
+			return usageError{fmt.Sprintf("unexpected argument %q", args[0])}
+		}
+		ctx, stop := commandContext()
+		defer stop()
+		o, err := sf.openOrCreate(ctx)
+		if err != nil {
+			return err
+		}
+		defer o.close()
+		before, latest, err := o.store.SchemaVersion(ctx)
+		if err != nil {
+			return fmt.Errorf("%s: %w", o.where, err)
+		}
+		n, err := o.store.Migrate(ctx)
+		if err != nil {
+			if n > 0 {
+				fmt.Fprintf(s.stdout, "%s: applied %s before the failure\n", o.where, versions(before, before+n))
+			}
+			return fmt.Errorf("%s: %w", o.where, err)
+		}
+		if n == 0 {
+			_, err = fmt.Fprintf(s.stdout, "%s: up to date at schema version %d\n", o.where, before)
+			return err
+		}
+		_, err = fmt.Fprintf(s.stdout, "%s: applied %s; now at schema version %d of %d\n", o.where, versions(before, before+n), before+n, latest)
+		return err
+	}
+}
+
+// versions names the migrations after from up to to.
+func versions(from, to int) string {
+	if to == from+1 {
+		return fmt.Sprintf("migration %d", to)
+	}
+	return fmt.Sprintf("migrations %d to %d", from+1, to)
+}
+
+// oneLine is s on one line, at most n runes, for a table cell.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

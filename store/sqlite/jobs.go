@@ -1,0 +1,139 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/weirtype"
+)
+
+// ListJobs returns the jobs that match f, newest first; see
+// store.Executor. One state reads the index weir_jobs_state in its order;
+// several read it once each and sort what they find; no state walks the
+// rowid backwards from f.Before.
+func (e executor) ListJobs(ctx context.Context, f store.JobFilter) ([]*weirtype.Job, error) {
+	f, err := f.Normalize()
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	q, args := listJobsQuery(f)
+	jobs, err := queryAll(ctx, e.reader(), q, args, scanJob)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	return jobs, nil
+}
+
+// listJobsQuery is the SELECT of the normalised filter f and its
+// arguments. The states are literal parameters, one each (there are at
+// most six), so that the planner sees state = ? terms it can search the
+// index with; the kinds, any number, are one JSON array.
+func listJobsQuery(f store.JobFilter) (string, []any) {
+	var (
+		conds []string
+		args  []any
+	)
+	if len(f.States) > 0 {
+		marks := make([]string, len(f.States))
+		for i, s := range f.States {
+			marks[i] = "?"
+			args = append(args, string(s))
+		}
+		conds = append(conds, "state IN ("+strings.Join(marks, ", ")+")")
+	}
+	if len(f.Kinds) > 0 {
+		b, _ := json.Marshal(f.Kinds) // strings: cannot fail
+		conds = append(conds, "kind IN (SELECT value FROM json_each(?))")
+		args = append(args, string(b))
+	}
+	if f.Queue != "" {
+		conds = append(conds, "queue = ?")
+		args = append(args, f.Queue)
+	}
+	if f.Before > 0 {
+		conds = append(conds, "id < ?")
+		args = append(args, f.Before)
+	}
+	q := "SELECT " + jobColumns + " FROM weir_jobs"
+	if len(conds) > 0 {
+		q += " WHERE " + strings.Join(conds, " AND ")
+	}
+	q += " ORDER BY id DESC LIMIT ?"
+	return q, append(args, f.Limit)
+}
+
+// retryFinalJob makes the final job ?3 (in state ?4) available at ?1, keeping
+// its attempt count: MaxAttempts is raised to one more than the attempts
+// made when none is left, the deadline and lease are cleared, and the
+// entry ?2 (JSON) is appended to its errors.
+const retryFinalJob = `UPDATE weir_jobs SET
+	state = 'available', scheduled_at = ?1, updated_at = ?1, finalized_at = NULL,
+	deadline_at = NULL, lease_owner = '', lease_expires_at = NULL,
+	max_attempts = max(max_attempts, attempt + 1),
+	errors = json_insert(errors, '$[#]', json(?2))
+	WHERE id = ?3 AND state = ?4
+	RETURNING ` + jobColumns
+
+// RetryJob makes the job run again at now, in one write transaction; see
+// store.Executor for what each state does. A dead job's dead letters are
+// deleted in the same transaction.
+func (e executor) RetryJob(ctx context.Context, now time.Time, id int64) (*weirtype.Job, error) {
+	if err := checkNow(now); err != nil {
+		return nil, fmt.Errorf("retry job %d: %w", id, err)
+	}
+	var job *weirtype.Job
+	err := e.write(ctx, func(tx *sql.Tx) error {
+		// The write transaction holds SQLite's write lock: the state read
+		// here is the state the update finds.
+		cur, err := scanJob(tx.QueryRowContext(ctx, "SELECT "+jobColumns+" FROM weir_jobs WHERE id = ?", id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		switch cur.State {
+		case weirtype.StateAvailable:
+			job = cur
+			return nil
+		case weirtype.StateRunning:
+			return fmt.Errorf("it is running (held by %s): cancel it first: %w", cur.LeaseOwner, store.ErrConflict)
+		case weirtype.StateScheduled:
+			job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE weir_jobs SET state = 'available', scheduled_at = ?1, updated_at = ?1
+				WHERE id = ?2 AND state = 'scheduled' RETURNING `+jobColumns, encodeTime(now), id))
+			return err
+		}
+		entry, err := json.Marshal(retriedEntry(cur, now))
+		if err != nil {
+			return err
+		}
+		if job, err = scanJob(tx.QueryRowContext(ctx, retryFinalJob, encodeTime(now), string(entry), id, string(cur.State))); err != nil {
+			return err
+		}
+		if cur.State == weirtype.StateDead {
+			_, err = tx.ExecContext(ctx, "DELETE FROM weir_dead_letters WHERE job_id = ?", id)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("retry job %d: %w", id, err)
+	}
+	return job, nil
+}
+
+// retriedEntry is the error RetryJob appends to the history of a final
+// job at now.
+func retriedEntry(j *weirtype.Job, now time.Time) weirtype.AttemptError {
+	return weirtype.AttemptError{
+		Attempt: j.Attempt,
+		At:      storedTime(now),
+		Message: fmt.Sprintf("retried by an operator from %s after %d attempts; the next is attempt %d", j.State, j.Attempt, j.Attempt+1),
+		Type:    weirtype.ErrorTypeRetried,
+	}
+}
