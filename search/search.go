@@ -66,24 +66,24 @@ var (
 
 // Hit is a document a search found.
 type Hit struct {
-	ID      string
-	Title   string
-	Source  string
-	Summary string
+	ID      string `json:"id"`
+	Title   string `json:"title"`
+	Source  string `json:"source"`
+	Summary string `json:"summary"`
 	// Snippet is an extract of the text around the match, the matched
 	// words marked by the backend (search/fts: «word», with … where text
 	// was left out).
-	Snippet string
+	Snippet string `json:"snippet"`
 	// Score is the hit's relevance: higher is better. Scores compare only
 	// hits of one search.
-	Score     float64
-	UpdatedAt time.Time
+	Score     float64   `json:"score"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Entry is a document's id and updated time, as reconciliation reads them.
 type Entry struct {
-	ID        string
-	UpdatedAt time.Time
+	ID        string    `json:"id"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Index is a full-text index of documents. Implementations are safe for

@@ -84,6 +84,58 @@ func commands() []command {
 			},
 		},
 		{
+			name:    "run",
+			summary: "run the ingestion service: watch incoming/, process, index, serve the API",
+			usage:   "weir run [-store URL] [-data DIR] [-listen ADDR] [-llm-url URL] [flags]",
+			help: "Watches <data>/incoming/ for plain text, Markdown and mbox files and takes\n" +
+				"each through parse, extract, save (SQL) and index, each stage a job with its\n" +
+				"attempts and backoff. A processed file moves to <data>/processed/; a document\n" +
+				"that fails its last attempt goes to <data>/failed/{source}/{file}/ with\n" +
+				"error.json and metadata.json. Serves GET /api/search?q=, GET\n" +
+				"/api/documents/{id}, POST /api/admin/reindex, /healthz, /readyz and /metrics.\n" +
+				"Reconciliation runs daily at 02:00 (-reindex-schedule). Stops on SIGINT or\n" +
+				"SIGTERM, finishing what runs. Several processes on one -store share the work.",
+			setup: setupRun,
+			env:   true,
+		},
+		{
+			name:    "ingest",
+			summary: "copy files or folders into incoming/ and process them, with a progress bar",
+			usage:   "weir ingest [-data DIR] [-source NAME] PATH...",
+			help: "Copies each file (folders are walked) into <data>/incoming/<source>/, enqueues\n" +
+				"it, and processes the documents in this process, beside any weir run, until\n" +
+				"every file is processed or failed. A file ingested again changes nothing.",
+			setup: setupIngest,
+			env:   true,
+		},
+		{
+			name:    "search",
+			summary: "search the ingested documents",
+			usage:   "weir search [-data DIR] [-limit N] [-json] WORDS...",
+			help: "Words must all match; \"a phrase\" in quotes matches as a phrase, and word*\n" +
+				"matches a prefix.",
+			setup: setupSearch,
+			env:   true,
+		},
+		{
+			name:    "status",
+			summary: "show files and documents by state, jobs, stuck work, dead letters and breakers",
+			usage:   "weir status [-data DIR] [-json]",
+			setup:   setupStatus,
+			env:     true,
+		},
+		{
+			name:    "reindex",
+			summary: "repair the search index from SQL, with a progress bar",
+			usage:   "weir reindex [-data DIR]",
+			help: "Compares every saved document (id, updated at) with the index, in batches of\n" +
+				"100, and writes what is missing or stale there; removes what SQL does not\n" +
+				"have. Progress is kept in the table of reindex runs; a run cut short is taken\n" +
+				"up where it stopped.",
+			setup: setupReindex,
+			env:   true,
+		},
+		{
 			name:    "migrate",
 			summary: "bring the store's schema up to date, making the data directory if needed",
 			usage:   "weir migrate [-store URL] [-schema S] [-data DIR]",
@@ -250,7 +302,6 @@ func writeUsage(w io.Writer) error {
 	for _, c := range cmds {
 		fmt.Fprintf(&b, "\t%-*s  %s\n", width, c.name, c.summary)
 	}
-	b.WriteString("\nMore commands, to run and operate the ingestion service, arrive with it.\n")
 	b.WriteString("\nRun 'weir help <command>' for more about a command.\n")
 	_, err := io.WriteString(w, b.String())
 	return err

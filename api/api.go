@@ -1,0 +1,212 @@
+// Package api is the HTTP interface of weir's ingestion service: search,
+// documents, reindex, health and metrics, as a plain http.Handler.
+//
+//	GET  /api/search?q=QUERY[&limit=N]  hits, best first
+//	GET  /api/documents/{id}            a document as SQL keeps it
+//	POST /api/admin/reindex             start a reconciliation (202)
+//	GET  /api/admin/reindex             the latest reindex runs
+//	GET  /api/status                    counts by state, breakers, stuck work, dead letters
+//	GET  /healthz                       liveness: the process answers
+//	GET  /readyz                        readiness: the database and the index answer
+//	GET  /metrics                       Prometheus metrics
+//
+// Errors are JSON, {"error": "..."}, with a 4xx status that names the
+// problem for a bad request.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/weirhq/weir/pipeline"
+	"github.com/weirhq/weir/search"
+)
+
+// Service is what the API serves.
+type Service interface {
+	Search(ctx context.Context, query string, limit int) ([]search.Hit, error)
+	Document(ctx context.Context, id string) (pipeline.Document, error)
+	StartReindex(ctx context.Context, trigger string) (pipeline.ReindexStarted, error)
+	ReindexRuns(ctx context.Context, limit int) ([]pipeline.ReindexRun, error)
+	Status(ctx context.Context, stuckAfter time.Duration) (pipeline.Status, error)
+	Ready(ctx context.Context) error
+}
+
+// Config configures the handler.
+type Config struct {
+	// Service is served. Required.
+	Service Service
+	// Metrics serves /metrics. Default: 404 there.
+	Metrics http.Handler
+	// Logger receives the errors of requests that failed on the server's
+	// side. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Limits of a search.
+const (
+	DefaultSearchLimit = 20
+	MaxSearchLimit     = 100
+	maxQueryLen        = 1000
+)
+
+// New returns the API's handler.
+func New(cfg Config) (http.Handler, error) {
+	if cfg.Service == nil {
+		return nil, errors.New("api: Config.Service is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	h := &handler{svc: cfg.Service, log: cfg.Logger}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/search", h.search)
+	mux.HandleFunc("GET /api/documents/{id}", h.document)
+	mux.HandleFunc("POST /api/admin/reindex", h.startReindex)
+	mux.HandleFunc("GET /api/admin/reindex", h.reindexRuns)
+	mux.HandleFunc("GET /api/status", h.status)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", h.ready)
+	if cfg.Metrics != nil {
+		mux.Handle("GET /metrics", cfg.Metrics)
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))
+	})
+	return mux, nil
+}
+
+type handler struct {
+	svc Service
+	log *slog.Logger
+}
+
+func (h *handler) search(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query().Get("q")
+	switch {
+	case q == "":
+		writeError(w, http.StatusBadRequest, "missing query: add ?q=words")
+		return
+	case len(q) > maxQueryLen:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("query too long: %d bytes, at most %d", len(q), maxQueryLen))
+		return
+	}
+	limit := DefaultSearchLimit
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxSearchLimit {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("limit %q: want a whole number from 1 to %d", v, MaxSearchLimit))
+			return
+		}
+		limit = n
+	}
+	hits, err := h.svc.Search(r.Context(), q, limit)
+	if errors.Is(err, search.ErrInvalid) {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if hits == nil {
+		hits = []search.Hit{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"query": q, "hits": hits})
+}
+
+func (h *handler) document(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !validID(id) {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("document id %q: want 64 hex digits", id))
+		return
+	}
+	d, err := h.svc.Document(r.Context(), id)
+	if errors.Is(err, pipeline.ErrNotFound) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no document %s", id))
+		return
+	}
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+func validID(id string) bool {
+	if len(id) != 64 {
+		return false
+	}
+	for _, c := range id {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func (h *handler) startReindex(w http.ResponseWriter, r *http.Request) {
+	res, err := h.svc.StartReindex(r.Context(), pipeline.TriggerAPI)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, res)
+}
+
+func (h *handler) reindexRuns(w http.ResponseWriter, r *http.Request) {
+	runs, err := h.svc.ReindexRuns(r.Context(), 20)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if runs == nil {
+		runs = []pipeline.ReindexRun{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"runs": runs})
+}
+
+func (h *handler) status(w http.ResponseWriter, r *http.Request) {
+	st, err := h.svc.Status(r.Context(), 0)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (h *handler) ready(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	if err := h.svc.Ready(ctx); err != nil {
+		writeError(w, http.StatusServiceUnavailable, "not ready: "+err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// fail answers 500 for an error on the server's side, and logs it.
+func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	writeError(w, http.StatusInternalServerError, "internal error: "+err.Error())
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}

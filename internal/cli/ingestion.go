@@ -1,0 +1,300 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/weirhq/weir/api"
+	"github.com/weirhq/weir/pipeline"
+)
+
+// newLogger logs to w at level, as text.
+func newLogger(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// setupRun declares "weir run".
+func setupRun(fs *flag.FlagSet) runFunc {
+	var f serviceFlags
+	f.declare(fs)
+	listen := fs.String("listen", "127.0.0.1:8080", "`address` of the HTTP API, health checks and /metrics")
+	return func(s streams, args []string) error {
+		if len(args) > 0 {
+			return usageError{fmt.Sprintf("unexpected argument %q", args[0])}
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		logger := newLogger(s.stderr, slog.LevelInfo)
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		f.sweepEvery = pipeline.DefaultSweepEvery
+		svc, err := f.open(ctx, true, logger, reg)
+		if err != nil {
+			return err
+		}
+		defer svc.close()
+		ln, err := net.Listen("tcp", *listen)
+		if err != nil {
+			return fmt.Errorf("-listen: %w", err)
+		}
+		h, err := api.New(api.Config{Service: svc, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Logger: logger})
+		if err != nil {
+			return err
+		}
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		if err := svc.Start(ctx); err != nil {
+			return err
+		}
+		served := make(chan error, 1)
+		go func() { served <- srv.Serve(ln) }()
+		fmt.Fprintf(s.stdout, "weir run: watching %s; API on http://%s (search: /api/search?q=…)\n",
+			filepath.Join(f.store.data, pipeline.IncomingDir), ln.Addr())
+		var serveErr error
+		select {
+		case <-ctx.Done():
+		case serveErr = <-served:
+		}
+		logger.Info("stopping")
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		if err := svc.Stop(sctx); err != nil {
+			return err
+		}
+		if errors.Is(serveErr, http.ErrServerClosed) {
+			serveErr = nil
+		}
+		return serveErr
+	}
+}
+
+// setupIngest declares "weir ingest".
+func setupIngest(fs *flag.FlagSet) runFunc {
+	var f serviceFlags
+	f.declare(fs)
+	source := fs.String("source", "ingest", "the `source` folder under incoming/ the files are copied to")
+	timeout := fs.Duration("timeout", 30*time.Minute, "how long to wait for the documents before giving up (they go on in weir run)")
+	return func(s streams, args []string) error {
+		if len(args) == 0 {
+			return usageError{"want at least one file or folder to ingest"}
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		f.sweepEvery, f.reindexAt = 500*time.Millisecond, pipeline.NoSchedule
+		svc, err := f.open(ctx, true, newLogger(s.stderr, slog.LevelWarn+1), nil)
+		if err != nil {
+			return err
+		}
+		defer svc.close()
+		files, skipped, err := svc.Ingest(ctx, *source, args)
+		if err != nil {
+			return err
+		}
+		for _, p := range skipped {
+			fmt.Fprintf(s.stderr, "skipped %s: not a format weir reads (.txt, .md, .mbox)\n", p)
+		}
+		ids := make([]string, len(files))
+		for i, fl := range files {
+			ids[i] = fl.ID
+		}
+		fmt.Fprintf(s.stdout, "copied %d files to %s and enqueued them\n", len(files), filepath.Join(f.store.data, pipeline.IncomingDir, *source))
+		if err := svc.Start(ctx); err != nil {
+			return err
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_ = svc.Stop(sctx)
+		}()
+		bar := newProgressBar(s.stderr)
+		deadline := time.Now().Add(*timeout)
+		for {
+			p, err := svc.FileProgress(ctx, ids)
+			if err != nil {
+				return err
+			}
+			bar.show(p.FilesDone+p.FilesFailed, p.Files, fmt.Sprintf("files; %d documents saved, %d indexed, %d failed", p.Saved, p.Indexed, p.Failed))
+			if p.Done() {
+				bar.done()
+				fmt.Fprintf(s.stdout, "%d files processed, %d failed; %d documents saved, %d failed\n", p.FilesDone, p.FilesFailed, p.Saved, p.Failed)
+				if p.Failed+p.FilesFailed > 0 {
+					fmt.Fprintf(s.stdout, "failures are in %s (each with error.json); weir dlq list shows them\n", filepath.Join(f.store.data, pipeline.FailedDir))
+				}
+				return nil
+			}
+			if time.Now().After(deadline) {
+				bar.done()
+				return fmt.Errorf("%d of %d files not done after %v; weir run goes on with them", p.Files-p.FilesDone-p.FilesFailed, p.Files, *timeout)
+			}
+			select {
+			case <-ctx.Done():
+				bar.done()
+				return fmt.Errorf("interrupted; weir run goes on with the files enqueued")
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// setupSearch declares "weir search".
+func setupSearch(fs *flag.FlagSet) runFunc {
+	var f serviceFlags
+	f.declare(fs)
+	limit := fs.Int("limit", 10, "most hits to show")
+	asJSON := fs.Bool("json", false, "print the hits as JSON")
+	return func(s streams, args []string) error {
+		if len(args) == 0 {
+			return usageError{"want the words to search for"}
+		}
+		if *limit < 1 || *limit > api.MaxSearchLimit {
+			return usageError{fmt.Sprintf("-limit %d: want 1 to %d", *limit, api.MaxSearchLimit)}
+		}
+		ctx := context.Background()
+		svc, err := f.open(ctx, false, newLogger(s.stderr, slog.LevelError), nil)
+		if err != nil {
+			return err
+		}
+		defer svc.close()
+		q := strings.Join(args, " ")
+		hits, err := svc.Search(ctx, q, *limit)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSONTo(s.stdout, hits)
+		}
+		if len(hits) == 0 {
+			_, err := fmt.Fprintf(s.stdout, "no documents match %q\n", q)
+			return err
+		}
+		var b strings.Builder
+		for i, h := range hits {
+			fmt.Fprintf(&b, "%d. %s\n   %s\n   %s\n   id %s\n", i+1, h.Title, h.Source, h.Snippet, h.ID)
+		}
+		_, err = io.WriteString(s.stdout, b.String())
+		return err
+	}
+}
+
+// setupStatus declares "weir status".
+func setupStatus(fs *flag.FlagSet) runFunc {
+	var f serviceFlags
+	f.declare(fs)
+	asJSON := fs.Bool("json", false, "print the status as JSON")
+	stuck := fs.Duration("stuck-after", 10*time.Minute, "how long a job may go before it counts as stuck")
+	return func(s streams, args []string) error {
+		if len(args) > 0 {
+			return usageError{fmt.Sprintf("unexpected argument %q", args[0])}
+		}
+		ctx := context.Background()
+		svc, err := f.open(ctx, false, newLogger(s.stderr, slog.LevelError), nil)
+		if err != nil {
+			return err
+		}
+		defer svc.close()
+		st, err := svc.Status(ctx, *stuck)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSONTo(s.stdout, st)
+		}
+		_, err = io.WriteString(s.stdout, formatStatus(st))
+		return err
+	}
+}
+
+// formatStatus is the text of "weir status".
+func formatStatus(st pipeline.Status) string {
+	var b strings.Builder
+	counts := func(m map[string]int) string {
+		var parts []string
+		for _, k := range []string{"parsed", "saved", "processed", "failed"} {
+			if n, ok := m[k]; ok {
+				parts = append(parts, fmt.Sprintf("%s %d", k, n))
+			}
+		}
+		if len(parts) == 0 {
+			return "none"
+		}
+		return strings.Join(parts, ", ")
+	}
+	fmt.Fprintf(&b, "files:        %s\n", counts(st.Files))
+	fmt.Fprintf(&b, "documents:    %s\n", counts(st.Documents))
+	fmt.Fprintf(&b, "index:        %d entries, %d documents waiting for reconciliation\n", st.Indexed, st.IndexErrors)
+	fmt.Fprintf(&b, "jobs:\n")
+	for _, kind := range []string{pipeline.KindParse, pipeline.KindExtract, pipeline.KindSave, pipeline.KindIndex, pipeline.KindReindex} {
+		m := st.Jobs[kind]
+		if len(m) == 0 {
+			continue
+		}
+		var parts []string
+		for state, n := range m {
+			parts = append(parts, fmt.Sprintf("%s %d", state, n))
+		}
+		slices.Sort(parts)
+		fmt.Fprintf(&b, "  %-18s %s\n", kind, strings.Join(parts, ", "))
+	}
+	fmt.Fprintf(&b, "stuck:        %d\n", st.Stuck)
+	fmt.Fprintf(&b, "dead letters: %d (weir dlq list)\n", st.DeadLetters)
+	for name, state := range st.Breakers {
+		fmt.Fprintf(&b, "breaker:      %s %s\n", name, state)
+	}
+	if r := st.LastReindex; r != nil {
+		fmt.Fprintf(&b, "last reindex: #%d %s (%s), checked %d/%d, repaired %d\n", r.ID, r.Status, r.Trigger, r.Checked, r.Total, r.Repaired)
+	}
+	return b.String()
+}
+
+// setupReindex declares "weir reindex".
+func setupReindex(fs *flag.FlagSet) runFunc {
+	var f serviceFlags
+	f.declare(fs)
+	return func(s streams, args []string) error {
+		if len(args) > 0 {
+			return usageError{fmt.Sprintf("unexpected argument %q", args[0])}
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		svc, err := f.open(ctx, false, newLogger(s.stderr, slog.LevelError), nil)
+		if err != nil {
+			return err
+		}
+		defer svc.close()
+		bar := newProgressBar(s.stderr)
+		run, err := svc.Reindex(ctx, pipeline.TriggerCLI, func(r pipeline.ReindexRun) {
+			bar.show(r.Checked, r.Total, fmt.Sprintf("documents checked; %d missing, %d stale, %d repaired", r.Missing, r.Stale, r.Repaired))
+		})
+		bar.done()
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(s.stdout, "reindex run %d: checked %d documents; %d missing, %d stale, %d extra; %d repaired, %d removed from the index\n",
+			run.ID, run.Checked, run.Missing, run.Stale, run.Extra, run.Repaired, run.Extra)
+		return err
+	}
+}
+
+func writeJSONTo(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,216 @@
+package pipeline
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/reconcile"
+	"github.com/weirhq/weir/search"
+	"github.com/weirhq/weir/weirtype"
+)
+
+// What started a reindex.
+const (
+	TriggerAPI           = "api"            // POST /api/admin/reindex
+	TriggerCLI           = "cli"            // weir reindex
+	TriggerSchedule      = "schedule"       // the daily run
+	TriggerSchemaVersion = "schema_version" // the index was rebuilt for a new schema version
+)
+
+// ReindexRun is a reconciliation of the index with SQL, as
+// weir_reindex_runs keeps it.
+type ReindexRun struct {
+	ID      int64  `json:"id"`
+	Trigger string `json:"trigger"`
+	// Status is running, done or failed.
+	Status     string     `json:"status"`
+	StartedAt  time.Time  `json:"started_at"`
+	UpdatedAt  time.Time  `json:"updated_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	// Total is the number of saved documents when the run began; Checked
+	// how many it has compared.
+	Total    int    `json:"total"`
+	Checked  int    `json:"checked"`
+	Missing  int    `json:"missing"`
+	Stale    int    `json:"stale"`
+	Extra    int    `json:"extra"`
+	Repaired int    `json:"repaired"`
+	LastID   string `json:"last_id,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+type reindexArgs struct {
+	Trigger string `json:"trigger"`
+}
+
+func (reindexArgs) Kind() string { return KindReindex }
+
+// StartReindex enqueues a reconciliation, which a worker of the service
+// runs; one per trigger at a time (a second request while one waits is
+// absorbed).
+func (s *Service) StartReindex(ctx context.Context, trigger string) (ReindexStarted, error) {
+	res, err := s.client.Insert(ctx, reindexArgs{Trigger: trigger}, &weir.InsertOpts{IdempotencyKey: "reindex:" + trigger + ":" + s.cfg.Clock.Now().UTC().Format(time.RFC3339)})
+	if err != nil {
+		return ReindexStarted{}, err
+	}
+	return ReindexStarted{JobID: res.Job.ID, Outcome: res.Outcome}, nil
+}
+
+// ReindexStarted is the job a reindex request enqueued, or found waiting.
+type ReindexStarted struct {
+	JobID   int64                  `json:"job_id"`
+	Outcome weirtype.InsertOutcome `json:"outcome"`
+}
+
+func (s *Service) reindexJob(ctx context.Context, j *weir.Job[reindexArgs]) error {
+	_, err := s.Reindex(ctx, j.Args.Trigger, nil)
+	return err
+}
+
+// Reindex compares the saved documents in SQL with the index and repairs,
+// in batches, what is missing or stale there, and removes what SQL does
+// not have; its progress is kept in weir_reindex_runs, and passed to
+// progress after each batch if it is not nil. A run left running by a
+// process that died is taken up where it stopped.
+func (s *Service) Reindex(ctx context.Context, trigger string, progress func(ReindexRun)) (ReindexRun, error) {
+	s.reindex.Lock()
+	defer s.reindex.Unlock()
+	now := s.cfg.Clock.Now()
+	total, err := s.db.count(ctx, `SELECT count(*) FROM weir_documents WHERE status = $1`, docSaved)
+	if err != nil {
+		return ReindexRun{}, err
+	}
+	run, err := s.resumableRun(ctx)
+	if err != nil {
+		return ReindexRun{}, err
+	}
+	if run.ID == 0 {
+		run = ReindexRun{Trigger: trigger, Status: "running", StartedAt: now, UpdatedAt: now, Total: total}
+		if err := s.db.SQL.QueryRowContext(ctx, `INSERT INTO weir_reindex_runs (trigger, status, started_at, updated_at, total) VALUES ($1, $2, $3, $3, $4) RETURNING id`,
+			trigger, run.Status, micros(now), total).Scan(&run.ID); err != nil {
+			return ReindexRun{}, err
+		}
+	} else {
+		s.log.Info("resuming a reindex run left unfinished", "run", run.ID, "after", run.LastID)
+	}
+	base := run
+	update := func(p reconcile.Progress) error {
+		run.Checked, run.Missing, run.Stale, run.Extra = base.Checked+p.Checked, base.Missing+p.Missing, base.Stale+p.Stale, base.Extra+p.Extra
+		run.Repaired, run.LastID, run.UpdatedAt = base.Repaired+p.Repaired, p.LastID, s.cfg.Clock.Now()
+		_, err := s.db.SQL.ExecContext(context.WithoutCancel(ctx), `UPDATE weir_reindex_runs SET checked = $2, missing = $3, stale = $4, extra = $5, repaired = $6,
+			last_id = $7, updated_at = $8 WHERE id = $1`, run.ID, run.Checked, run.Missing, run.Stale, run.Extra, run.Repaired, run.LastID, micros(run.UpdatedAt))
+		if progress != nil {
+			progress(run)
+		}
+		return err
+	}
+	p, rerr := reconcile.Run(ctx, reconcile.Config{
+		Source: reconcile.ListFunc(s.db.savedEntries),
+		Index: reconcile.ListFunc(func(ctx context.Context, after string, limit int) ([]reconcile.Entry, error) {
+			es, err := s.cfg.Index.Entries(ctx, after, limit)
+			out := make([]reconcile.Entry, len(es))
+			for i, e := range es {
+				out[i] = reconcile.Entry{ID: e.ID, UpdatedAt: e.UpdatedAt}
+			}
+			return out, err
+		}),
+		Repair: s.repair,
+		Remove: func(ctx context.Context, ids []string) error {
+			_, err := s.cfg.Index.Delete(ctx, ids...)
+			return err
+		},
+		Batch:    s.cfg.ReindexBatch,
+		After:    base.LastID,
+		Progress: update,
+	})
+	uerr := update(p)
+	end := s.cfg.Clock.Now()
+	run.Status, run.FinishedAt = "done", &end
+	if rerr != nil {
+		run.Status, run.Error = "failed", rerr.Error()
+	}
+	_, ferr := s.db.SQL.ExecContext(context.WithoutCancel(ctx), `UPDATE weir_reindex_runs SET status = $2, error = $3, finished_at = $4, updated_at = $4 WHERE id = $1`,
+		run.ID, run.Status, run.Error, micros(end))
+	if progress != nil {
+		progress(run)
+	}
+	if rerr == nil {
+		s.log.Info("reindex done", "run", run.ID, "trigger", run.Trigger, "checked", run.Checked, "missing", run.Missing, "stale", run.Stale, "extra", run.Extra, "repaired", run.Repaired)
+	}
+	return run, errors.Join(rerr, uerr, ferr)
+}
+
+// resumableRun is the latest run left running with no update for a
+// minute (its process died), or a zero run.
+func (s *Service) resumableRun(ctx context.Context) (ReindexRun, error) {
+	runs, err := s.ReindexRuns(ctx, 1)
+	if err != nil || len(runs) == 0 {
+		return ReindexRun{}, err
+	}
+	r := runs[0]
+	if r.Status != "running" || s.cfg.Clock.Now().Sub(r.UpdatedAt) < time.Minute {
+		return ReindexRun{}, nil
+	}
+	return r, nil
+}
+
+// repair writes SQL's current version of the documents ids to the index.
+func (s *Service) repair(ctx context.Context, ids []string) error {
+	docs := make([]search.Doc, 0, len(ids))
+	for _, id := range ids {
+		d, err := s.db.document(ctx, id)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		docs = append(docs, searchDoc(d))
+	}
+	if err := s.cfg.Index.Put(ctx, docs...); err != nil {
+		return err
+	}
+	now := micros(s.cfg.Clock.Now())
+	for _, d := range docs {
+		if _, err := s.db.SQL.ExecContext(ctx, `UPDATE weir_documents SET index_error = '', indexed_at = $2 WHERE id = $1`, d.ID, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReindexRuns lists the latest reindex runs, newest first.
+func (s *Service) ReindexRuns(ctx context.Context, limit int) ([]ReindexRun, error) {
+	rows, err := s.db.SQL.QueryContext(ctx, `SELECT id, trigger, status, started_at, updated_at, finished_at, total, checked, missing, stale, extra, repaired, last_id, error
+		FROM weir_reindex_runs ORDER BY id DESC LIMIT $1`, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ReindexRun
+	for rows.Next() {
+		var (
+			r                ReindexRun
+			started, updated int64
+			finished         sql.NullInt64
+		)
+		if err := rows.Scan(&r.ID, &r.Trigger, &r.Status, &started, &updated, &finished, &r.Total, &r.Checked, &r.Missing, &r.Stale, &r.Extra,
+			&r.Repaired, &r.LastID, &r.Error); err != nil {
+			return nil, err
+		}
+		r.StartedAt, r.UpdatedAt = fromMicros(started), fromMicros(updated)
+		if finished.Valid {
+			t := fromMicros(finished.Int64)
+			r.FinishedAt = &t
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reindex runs: %w", err)
+	}
+	return out, nil
+}
