@@ -36,6 +36,9 @@ const (
 	// WorkflowMidTransition is inside a workflow's transition, after its
 	// state handler ran and before the new state commits.
 	WorkflowMidTransition = "workflow.mid-transition"
+	// PipelineAfterSave is after a document's extraction and its index
+	// job committed to SQL, before its file moves to processed/.
+	PipelineAfterSave = "pipeline.after-save"
 )
 
 // armed is the point and the passes left before it kills, or nil.
