@@ -47,7 +47,7 @@ func (f *serviceFlags) declare(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxAttempts, "max-attempts", pipeline.DefaultMaxAttempts, "attempts per stage before a document fails to failed/")
 	fs.DurationVar(&f.backoff, "backoff", 5*time.Second, "first wait before a stage's retry, doubling to 5m")
 	fs.DurationVar(&f.watchEvery, "watch-every", pipeline.DefaultWatchEvery, "how often incoming/ is scanned")
-	fs.StringVar(&f.reindexAt, "reindex-schedule", pipeline.DefaultReindexSchedule, "when reconciliation runs by itself")
+	fs.StringVar(&f.reindexAt, "reindex-schedule", pipeline.DefaultReindexSchedule, "when reconciliation runs by itself, as a schedule (\"daily at 02:00\", \"0 2 * * *\"), or \"never\"")
 }
 
 // appDB opens weir's store and the service's tables; create makes a
