@@ -11,7 +11,16 @@
 //	GET  /metrics                       Prometheus metrics
 //
 // Errors are JSON, {"error": "..."}, with a 4xx status that names the
-// problem for a bad request.
+// problem for a bad request: 400 for a bad parameter, 404 for an unknown
+// path or document, 405 (with an Allow header) for a known path asked with
+// another method. A failure on the server's side is a 500 whose body says
+// only "internal error"; the error itself goes to Config.Logger, so that
+// SQL or file system details do not reach clients.
+//
+// No endpoint reads a request body. POST /api/admin/reindex takes none and
+// ignores one if sent: the handler never reads it, so a huge body costs
+// nothing but what net/http discards after the response (at most 256 KiB,
+// beyond which it closes the connection).
 package api
 
 import (
@@ -21,7 +30,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/weirhq/weir/pipeline"
@@ -65,18 +76,48 @@ func New(cfg Config) (http.Handler, error) {
 		cfg.Logger = slog.Default()
 	}
 	h := &handler{svc: cfg.Service, log: cfg.Logger}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /api/search", h.search)
-	mux.HandleFunc("GET /api/documents/{id}", h.document)
-	mux.HandleFunc("POST /api/admin/reindex", h.startReindex)
-	mux.HandleFunc("GET /api/admin/reindex", h.reindexRuns)
-	mux.HandleFunc("GET /api/status", h.status)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	mux.HandleFunc("GET /readyz", h.ready)
+	type route struct {
+		method, path string
+		h            http.Handler
+	}
+	routes := []route{
+		{http.MethodGet, "/api/search", http.HandlerFunc(h.search)},
+		{http.MethodGet, "/api/documents/{id}", http.HandlerFunc(h.document)},
+		{http.MethodPost, "/api/admin/reindex", http.HandlerFunc(h.startReindex)},
+		{http.MethodGet, "/api/admin/reindex", http.HandlerFunc(h.reindexRuns)},
+		{http.MethodGet, "/api/status", http.HandlerFunc(h.status)},
+		{http.MethodGet, "/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		})},
+		{http.MethodGet, "/readyz", http.HandlerFunc(h.ready)},
+	}
 	if cfg.Metrics != nil {
-		mux.Handle("GET /metrics", cfg.Metrics)
+		routes = append(routes, route{http.MethodGet, "/metrics", cfg.Metrics})
+	}
+	mux := http.NewServeMux()
+	var paths []string
+	allowed := map[string][]string{}
+	for _, rt := range routes {
+		mux.Handle(rt.method+" "+rt.path, rt.h)
+		if _, ok := allowed[rt.path]; !ok {
+			paths = append(paths, rt.path)
+		}
+		allowed[rt.path] = append(allowed[rt.path], rt.method)
+		if rt.method == http.MethodGet {
+			allowed[rt.path] = append(allowed[rt.path], http.MethodHead) // a GET pattern serves HEAD too
+		}
+	}
+	// A pattern without a method for each path answers the other methods.
+	// ServeMux would answer them 405 itself, but in plain text, and not at
+	// all once "/" is registered: the catch-all below would take them.
+	for _, p := range paths {
+		methods := allowed[p]
+		slices.Sort(methods)
+		allow := strings.Join(methods, ", ")
+		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s: use %s", r.Method, r.URL.Path, allow))
+		})
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))
@@ -126,7 +167,7 @@ func (h *handler) search(w http.ResponseWriter, r *http.Request) {
 func (h *handler) document(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if !validID(id) {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("document id %q: want 64 hex digits", id))
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("document id %q: want 64 lower-case hex digits", id))
 		return
 	}
 	d, err := h.svc.Document(r.Context(), id)
@@ -193,10 +234,11 @@ func (h *handler) ready(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
-// fail answers 500 for an error on the server's side, and logs it.
+// fail answers 500 for an error on the server's side, and logs it. The
+// answer does not carry the error, which may hold SQL or paths.
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-	writeError(w, http.StatusInternalServerError, "internal error: "+err.Error())
+	writeError(w, http.StatusInternalServerError, "internal error")
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
