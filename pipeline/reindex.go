@@ -10,6 +10,7 @@ import (
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/reconcile"
 	"github.com/weirhq/weir/search"
+	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/weirtype"
 )
 
@@ -50,10 +51,18 @@ type reindexArgs struct {
 func (reindexArgs) Kind() string { return KindReindex }
 
 // StartReindex enqueues a reconciliation, which a worker of the service
-// runs; one per trigger at a time (a second request while one waits is
-// absorbed).
+// runs, unless one is waiting or running already: then it returns that
+// one, with outcome duplicate_pending.
 func (s *Service) StartReindex(ctx context.Context, trigger string) (ReindexStarted, error) {
-	res, err := s.client.Insert(ctx, reindexArgs{Trigger: trigger}, &weir.InsertOpts{IdempotencyKey: "reindex:" + trigger + ":" + s.cfg.Clock.Now().UTC().Format(time.RFC3339)})
+	live, err := s.cfg.DB.Store.Executor().ListJobs(ctx, store.JobFilter{Kinds: []string{KindReindex},
+		States: []weirtype.State{weirtype.StateAvailable, weirtype.StateScheduled, weirtype.StateRunning}, Limit: 1})
+	if err != nil {
+		return ReindexStarted{}, err
+	}
+	if len(live) > 0 {
+		return ReindexStarted{JobID: live[0].ID, Outcome: weirtype.DuplicatePending}, nil
+	}
+	res, err := s.client.Insert(ctx, reindexArgs{Trigger: trigger}, nil)
 	if err != nil {
 		return ReindexStarted{}, err
 	}
@@ -98,11 +107,15 @@ func (s *Service) Reindex(ctx context.Context, trigger string, progress func(Rei
 		s.log.Info("resuming a reindex run left unfinished", "run", run.ID, "after", run.LastID)
 	}
 	base := run
-	update := func(p reconcile.Progress) error {
+	save := func(p reconcile.Progress) error {
 		run.Checked, run.Missing, run.Stale, run.Extra = base.Checked+p.Checked, base.Missing+p.Missing, base.Stale+p.Stale, base.Extra+p.Extra
 		run.Repaired, run.LastID, run.UpdatedAt = base.Repaired+p.Repaired, p.LastID, s.cfg.Clock.Now()
 		_, err := s.db.SQL.ExecContext(context.WithoutCancel(ctx), `UPDATE weir_reindex_runs SET checked = $2, missing = $3, stale = $4, extra = $5, repaired = $6,
 			last_id = $7, updated_at = $8 WHERE id = $1`, run.ID, run.Checked, run.Missing, run.Stale, run.Extra, run.Repaired, run.LastID, micros(run.UpdatedAt))
+		return err
+	}
+	update := func(p reconcile.Progress) error {
+		err := save(p)
 		if progress != nil {
 			progress(run)
 		}
@@ -127,7 +140,7 @@ func (s *Service) Reindex(ctx context.Context, trigger string, progress func(Rei
 		After:    base.LastID,
 		Progress: update,
 	})
-	uerr := update(p)
+	uerr := save(p)
 	end := s.cfg.Clock.Now()
 	run.Status, run.FinishedAt = "done", &end
 	if rerr != nil {

@@ -40,10 +40,13 @@ type Service struct {
 	client *weir.Client
 	log    *slog.Logger
 
-	mu      sync.Mutex
+	mu      sync.Mutex // guards started and cancel; held by Start and Stop
 	started bool
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
+	// seenMu guards seen. It is not mu: Stop holds mu while it waits for
+	// the scan, which needs seen.
+	seenMu  sync.Mutex
 	seen    map[string]seenFile // incoming/ paths scanned, by path
 	reindex sync.Mutex          // one reconciliation at a time in this process
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/extract"
 	"github.com/weirhq/weir/internal/appdb"
+	"github.com/weirhq/weir/internal/crashpoint"
 	"github.com/weirhq/weir/parse"
 	"github.com/weirhq/weir/resilience/breaker"
 	"github.com/weirhq/weir/resilience/retry"
@@ -240,6 +241,7 @@ func (s *Service) save(ctx context.Context, j *weir.Job[saveArgs]) error {
 	if err != nil {
 		return err
 	}
+	crashpoint.Hit(crashpoint.PipelineAfterSave)
 	s.settleFile(ctx, fileID)
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -38,7 +39,8 @@ type Scanned struct {
 // two processes, or copied in again) makes one job. Hidden files and
 // files ending in .tmp or .part are skipped, as are files modified in the
 // last second (still being written). A file copied in again after it was
-// processed is moved to processed/, as its first copy was.
+// processed is moved to processed/, as its first copy was; after it
+// failed, to failed/.
 func (s *Service) Scan(ctx context.Context) ([]Scanned, error) {
 	root := filepath.Join(s.cfg.DataDir, IncomingDir)
 	now := s.cfg.Clock.Now()
@@ -74,9 +76,9 @@ func (s *Service) Scan(ctx context.Context) ([]Scanned, error) {
 		if now.Sub(info.ModTime()) < settleAfter {
 			return nil
 		}
-		s.mu.Lock()
+		s.seenMu.Lock()
 		prev, ok := s.seen[rel]
-		s.mu.Unlock()
+		s.seenMu.Unlock()
 		if ok && prev.size == info.Size() && prev.modTime.Equal(info.ModTime()) {
 			return nil
 		}
@@ -85,19 +87,19 @@ func (s *Service) Scan(ctx context.Context) ([]Scanned, error) {
 			s.log.Error("enqueue a file of incoming/", "path", rel, "err", err)
 			return nil
 		}
-		s.mu.Lock()
+		s.seenMu.Lock()
 		s.seen[rel] = seenFile{size: info.Size(), modTime: info.ModTime(), id: sc.ID}
-		s.mu.Unlock()
+		s.seenMu.Unlock()
 		out = append(out, sc)
 		return nil
 	})
-	s.mu.Lock()
+	s.seenMu.Lock()
 	for p := range s.seen {
 		if !present[p] {
 			delete(s.seen, p)
 		}
 	}
-	s.mu.Unlock()
+	s.seenMu.Unlock()
 	return out, err
 }
 
@@ -115,11 +117,14 @@ func (s *Service) enqueue(ctx context.Context, p, rel string) (Scanned, error) {
 		return Scanned{}, err
 	}
 	sc := Scanned{ID: id, Path: rel, Outcome: res.Outcome}
-	if res.Outcome == weirtype.DuplicateCompleted {
-		// The same content was processed before: this copy changes
-		// nothing, and leaves incoming/ as the first did.
-		if f, err := s.db.file(ctx, id); err == nil && f.Status == fileProcessed {
+	if res.Outcome == weirtype.DuplicateCompleted || res.Outcome == weirtype.DuplicateFinal {
+		// The same content was processed, or failed, before: this copy
+		// changes nothing, and leaves incoming/ as the first did.
+		if f, err := s.db.file(ctx, id); err == nil && (f.Status == fileProcessed || f.Status == fileFailed) {
 			dst := filepath.Join(s.cfg.DataDir, ProcessedDir, filepath.FromSlash(rel))
+			if f.Status == fileFailed {
+				dst = filepath.Join(s.failedDir(f.Source, f.Path, ""), path.Base(rel))
+			}
 			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err == nil {
 				_ = os.Rename(p, dst)
 			}
@@ -180,9 +185,9 @@ func (s *Service) Ingest(ctx context.Context, source string, paths []string) (en
 				return err
 			}
 			if info, err := os.Stat(dst); err == nil {
-				s.mu.Lock()
+				s.seenMu.Lock()
 				s.seen[rel] = seenFile{size: info.Size(), modTime: info.ModTime(), id: sc.ID}
-				s.mu.Unlock()
+				s.seenMu.Unlock()
 			}
 			out = append(out, sc)
 			return ctx.Err()

@@ -139,14 +139,17 @@ func (r *run) checked(id string) {
 // flush repairs and removes a full batch (or, at the end, whatever is
 // left) and reports progress after each batch of checks.
 func (r *run) flush(ctx context.Context, final bool) error {
-	if len(r.repair) >= r.cfg.Batch || (final && len(r.repair) > 0) {
+	// A batch of checks ends a batch of repairs, however few: so that
+	// progress, and the point a resumed run starts from, move every batch.
+	due := final || r.sinceReport >= r.cfg.Batch
+	if len(r.repair) >= r.cfg.Batch || (due && len(r.repair) > 0) {
 		if err := r.cfg.Repair(ctx, r.repair); err != nil {
 			return fmt.Errorf("reconcile: repair %d entries: %w", len(r.repair), err)
 		}
 		r.p.Repaired += len(r.repair)
 		r.repair = r.repair[:0]
 	}
-	if len(r.remove) >= r.cfg.Batch || (final && len(r.remove) > 0) {
+	if len(r.remove) >= r.cfg.Batch || (due && len(r.remove) > 0) {
 		if err := r.cfg.Remove(ctx, r.remove); err != nil {
 			return fmt.Errorf("reconcile: remove %d entries: %w", len(r.remove), err)
 		}

@@ -130,3 +130,36 @@ func TestRunRefusesDisorder(t *testing.T) {
 		t.Fatal("a source out of order was accepted")
 	}
 }
+
+// Progress moves every batch of checks even when a few entries of each
+// batch need repair: a run stopped midway resumes after its last batch,
+// not from the start.
+func TestProgressEveryBatchWithScatteredDrift(t *testing.T) {
+	src, idx := side{}, side{}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 300 {
+		id := fmt.Sprintf("%03d", i)
+		src[id] = at
+		if i%10 != 0 { // one in ten missing
+			idx[id] = at
+		}
+	}
+	var reports []reconcile.Progress
+	_, err := reconcile.Run(context.Background(), reconcile.Config{Source: src, Index: idx, Batch: 100,
+		Repair: func(_ context.Context, ids []string) error {
+			for _, id := range ids {
+				idx[id] = src[id]
+			}
+			return nil
+		},
+		Progress: func(p reconcile.Progress) error {
+			reports = append(reports, p)
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reports) < 3 || reports[0].Checked != 100 || reports[0].LastID != "099" || reports[0].Repaired != 10 {
+		t.Fatalf("reports %+v; want one per 100 checked, the first after 099 with its 10 repaired", reports)
+	}
+}
