@@ -38,12 +38,7 @@ func TestIngestKillRestartReindex(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	root := repoRoot(t)
-	bin := filepath.Join(t.TempDir(), "weir")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/weir")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildWeir(t)
 	var manifest corpusgen.Manifest
 	b, err := os.ReadFile(filepath.Join(root, "corpus", corpusgen.ManifestName))
 	if err != nil {
@@ -174,6 +169,18 @@ func TestIngestKillRestartReindex(t *testing.T) {
 	}
 	t.Logf("%d documents searchable once each, %d poison files in failed/, %d entries deleted and restored by weir reindex",
 		len(want.docs), len(want.poison), len(drop))
+}
+
+// buildWeir builds the weir binary into a folder of the test's own.
+func buildWeir(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "weir")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/weir")
+	build.Dir = repoRoot(t)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }
 
 // expected is what the corpus should become.

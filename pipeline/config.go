@@ -76,6 +76,10 @@ type Config struct {
 	ReindexSchedule string
 	// ReindexBatch is the batch size of reconciliation. Default 100.
 	ReindexBatch int
+	// EventsTopic, when set, is the broker topic of the service's events:
+	// each saved or failed document adds an Event to the outbox in its
+	// transaction, for a relay to publish. Default none: no events.
+	EventsTopic string
 	// PollEvery is the job engine's poll interval. Default 200 ms.
 	PollEvery time.Duration
 	// Clock and Logger. Defaults clock.Real and slog.Default().

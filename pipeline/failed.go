@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/weirhq/weir/internal/appdb"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/weirtype"
 )
@@ -146,24 +147,37 @@ func (s *Service) writeFailure(ctx context.Context, dl *weirtype.DeadLetter) err
 		}
 	}
 	now := micros(s.cfg.Clock.Now())
-	if docDone != "" {
-		if _, err := s.db.SQL.ExecContext(ctx, `UPDATE weir_documents SET status = $2, updated_at = $3 WHERE id = $1 AND status = $4`, docDone, docFailed, now, docParsed); err != nil {
-			return err
+	err := s.db.RunTx(ctx, func(tx appdb.Tx) error {
+		if docDone != "" {
+			if _, err := tx.Exec(ctx, `UPDATE weir_documents SET status = $2, updated_at = $3 WHERE id = $1 AND status = $4`, docDone, docFailed, now, docParsed); err != nil {
+				return err
+			}
 		}
-	}
-	if original == nil {
-		// The whole file failed: record it, parsed or not.
-		if _, err := s.db.SQL.ExecContext(ctx, `INSERT INTO weir_files (id, path, source, etag, format, status, documents, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $7) ON CONFLICT (id) DO UPDATE SET status = $6, updated_at = $7`,
-			fileID, relPath, meta.Source, meta.ETag, meta.Format, fileFailed, now); err != nil {
-			return err
+		if original == nil {
+			// The whole file failed: record it, parsed or not.
+			if _, err := tx.Exec(ctx, `INSERT INTO weir_files (id, path, source, etag, format, status, documents, created_at, updated_at)
+				VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $7) ON CONFLICT (id) DO UPDATE SET status = $6, updated_at = $7`,
+				fileID, relPath, meta.Source, meta.ETag, meta.Format, fileFailed, now); err != nil {
+				return err
+			}
 		}
-	} else {
-		s.settleFile(ctx, fileID)
-	}
-	if _, err := s.db.SQL.ExecContext(ctx, `INSERT INTO weir_failures (dead_letter_id, dir, written_at) VALUES ($1, $2, $3) ON CONFLICT (dead_letter_id) DO NOTHING`,
-		dl.ID, dir, now); err != nil {
+		n, err := tx.Exec(ctx, `INSERT INTO weir_failures (dead_letter_id, dir, written_at) VALUES ($1, $2, $3) ON CONFLICT (dead_letter_id) DO NOTHING`,
+			dl.ID, dir, now)
+		if err != nil || n == 0 {
+			return err // written by another process, which told of it
+		}
+		doc := docDone
+		if doc == "" {
+			doc = fileID
+		}
+		return s.event(ctx, tx, Event{Type: EventFailed, Document: doc, File: fileID, Source: meta.Source, Path: relPath, Key: meta.Key,
+			Reason: string(dl.Reason), Error: dl.LastError, At: s.cfg.Clock.Now()})
+	})
+	if err != nil {
 		return err
+	}
+	if original != nil {
+		s.settleFile(ctx, fileID)
 	}
 	s.log.Warn("document failed; written to failed/", "dir", dir, "kind", dl.Kind, "reason", string(dl.Reason), "err", dl.LastError)
 	return nil

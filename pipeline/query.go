@@ -2,8 +2,11 @@ package pipeline
 
 import (
 	"context"
+
 	"fmt"
 	"time"
+
+	"github.com/weirhq/weir/internal/appdb"
 
 	"github.com/weirhq/weir/resilience/breaker"
 	"github.com/weirhq/weir/search"
@@ -164,3 +167,6 @@ func (s *Service) Ready(ctx context.Context) error {
 	}
 	return nil
 }
+
+// DB is the service's database.
+func (s *Service) DB() *appdb.DB { return s.cfg.DB }

@@ -223,20 +223,25 @@ func (s *Service) save(ctx context.Context, j *weir.Job[saveArgs]) error {
 	}
 	var fileID string
 	err = s.db.RunTx(ctx, func(tx appdb.Tx) error {
-		var status string
-		if err := tx.QueryRow(ctx, `SELECT file_id, status FROM weir_documents WHERE id = $1`, j.Args.Doc).Scan(&fileID, &status); err != nil {
+		var status, source, relPath, key string
+		if err := tx.QueryRow(ctx, `SELECT file_id, status, source, path, key FROM weir_documents WHERE id = $1`, j.Args.Doc).
+			Scan(&fileID, &status, &source, &relPath, &key); err != nil {
 			return fmt.Errorf("document %s: %w", j.Args.Doc, err)
 		}
 		if status == docSaved {
 			return nil
 		}
+		now := s.cfg.Clock.Now()
 		if _, err := tx.Exec(ctx, `UPDATE weir_documents SET status = $2, title = $3, language = $4, word_count = $5, key_terms = $6,
 			summary = $7, extractor = $8, updated_at = $9 WHERE id = $1`,
-			j.Args.Doc, docSaved, r.Title, r.Language, r.WordCount, string(terms), r.Summary, r.Extractor, micros(s.cfg.Clock.Now())); err != nil {
+			j.Args.Doc, docSaved, r.Title, r.Language, r.WordCount, string(terms), r.Summary, r.Extractor, micros(now)); err != nil {
 			return err
 		}
-		_, err := s.client.InsertTx(ctx, tx.Ex, indexArgs{Doc: j.Args.Doc}, &weir.InsertOpts{IdempotencyKey: "index:" + j.Args.Doc})
-		return err
+		if _, err := s.client.InsertTx(ctx, tx.Ex, indexArgs{Doc: j.Args.Doc}, &weir.InsertOpts{IdempotencyKey: "index:" + j.Args.Doc}); err != nil {
+			return err
+		}
+		return s.event(ctx, tx, Event{Type: EventSaved, Document: j.Args.Doc, File: fileID, Source: source, Path: relPath, Key: key,
+			Title: r.Title, Language: r.Language, At: now})
 	})
 	if err != nil {
 		return err

@@ -86,7 +86,7 @@ func commands() []command {
 		{
 			name:    "run",
 			summary: "run the ingestion service: watch incoming/, process, index, serve the API",
-			usage:   "weir run [-store URL] [-data DIR] [-listen ADDR] [-llm-url URL] [flags]",
+			usage:   "weir run [-store URL] [-data DIR] [-listen ADDR] [-llm-url URL] [-broker URL] [flags]",
 			help: "Watches <data>/incoming/ for plain text, Markdown and mbox files and takes\n" +
 				"each through parse, extract, save (SQL) and index, each stage a job with its\n" +
 				"attempts and backoff. A processed file moves to <data>/processed/; a document\n" +

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/weirhq/weir/api"
+	"github.com/weirhq/weir/outbox"
 	"github.com/weirhq/weir/pipeline"
 )
 
@@ -36,6 +37,8 @@ func setupRun(fs *flag.FlagSet) runFunc {
 	var f serviceFlags
 	f.declare(fs)
 	listen := fs.String("listen", "127.0.0.1:8080", "`address` of the HTTP API, health checks and /metrics")
+	brokerSpec := fs.String("broker", "", "publish an event per saved or failed document through the outbox to this `broker`: embedded (NATS in <data>/nats), nats://… or amqp://…; empty: no events")
+	topic := fs.String("events-topic", "weir.documents", "the broker `topic` of the events")
 	return func(s streams, args []string) error {
 		if len(args) > 0 {
 			return usageError{fmt.Sprintf("unexpected argument %q", args[0])}
@@ -46,11 +49,31 @@ func setupRun(fs *flag.FlagSet) runFunc {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		f.sweepEvery = pipeline.DefaultSweepEvery
+		var relay *outbox.Relay
+		if *brokerSpec != "" {
+			if *topic == "" {
+				return usageError{"-events-topic is empty"}
+			}
+			f.eventsTopic = *topic
+		}
 		svc, err := f.open(ctx, true, logger, reg)
 		if err != nil {
 			return err
 		}
 		defer svc.close()
+		if *brokerSpec != "" {
+			b, err := openBroker(ctx, *brokerSpec, f.store.data, logger)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			if err := b.Declare(ctx, *topic); err != nil {
+				return fmt.Errorf("-broker: declare %s: %w", *topic, err)
+			}
+			if relay, err = outbox.New(outbox.Config{Store: svc.DB().Store, Broker: b, ID: f.id, Logger: logger}); err != nil {
+				return err
+			}
+		}
 		ln, err := net.Listen("tcp", *listen)
 		if err != nil {
 			return fmt.Errorf("-listen: %w", err)
@@ -65,6 +88,12 @@ func setupRun(fs *flag.FlagSet) runFunc {
 		}
 		served := make(chan error, 1)
 		go func() { served <- srv.Serve(ln) }()
+		relayDone := make(chan error, 1)
+		if relay != nil {
+			go func() { relayDone <- relay.Run(ctx) }()
+		} else {
+			relayDone <- nil
+		}
 		fmt.Fprintf(s.stdout, "weir run: watching %s; API on http://%s (search: /api/search?q=…)\n",
 			filepath.Join(f.store.data, pipeline.IncomingDir), ln.Addr())
 		var serveErr error
@@ -78,6 +107,10 @@ func setupRun(fs *flag.FlagSet) runFunc {
 		_ = srv.Shutdown(sctx)
 		if err := svc.Stop(sctx); err != nil {
 			return err
+		}
+		stop() // the relay stops with the signal's context
+		if err := <-relayDone; err != nil && !errors.Is(err, context.Canceled) {
+			logger.Error("the outbox relay", "err", err)
 		}
 		if errors.Is(serveErr, http.ErrServerClosed) {
 			serveErr = nil

@@ -7,9 +7,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/weirhq/weir/broker"
+	"github.com/weirhq/weir/broker/nats"
+	"github.com/weirhq/weir/broker/rabbitmq"
 	"github.com/weirhq/weir/extract"
 	"github.com/weirhq/weir/internal/appdb"
 	"github.com/weirhq/weir/metrics"
@@ -34,6 +38,7 @@ type serviceFlags struct {
 	watchEvery  time.Duration
 	sweepEvery  time.Duration // set by the command, not a flag
 	reindexAt   string
+	eventsTopic string // set by weir run with a broker
 }
 
 // declare adds the flags to fs.
@@ -125,10 +130,26 @@ func (f *serviceFlags) open(ctx context.Context, create bool, logger *slog.Logge
 	st.Backoff.Base = f.backoff
 	svc, err := pipeline.New(ctx, pipeline.Config{DB: db, DataDir: f.store.data, Index: idx, Extractor: ex, ExtractorName: name,
 		ID: f.id, Workers: f.workers, Parse: st, Extract: st, Save: st, IndexStage: st,
-		WatchEvery: f.watchEvery, SweepEvery: f.sweepEvery, ReindexSchedule: f.reindexAt, Logger: logger, Metrics: m})
+		WatchEvery: f.watchEvery, SweepEvery: f.sweepEvery, ReindexSchedule: f.reindexAt, Logger: logger, Metrics: m,
+		EventsTopic: f.eventsTopic})
 	if err != nil {
 		closeAll()
 		return nil, err
 	}
 	return &service{Service: svc, close: closeAll}, nil
+}
+
+// openBroker opens the broker -broker names: "embedded" for a NATS
+// server with JetStream in <data>/nats, a nats:// URL, or an amqp:// (or
+// amqps://) URL for RabbitMQ.
+func openBroker(ctx context.Context, spec, data string, logger *slog.Logger) (broker.Broker, error) {
+	switch {
+	case spec == "embedded":
+		return nats.OpenEmbedded(ctx, nats.EmbeddedConfig{Dir: filepath.Join(data, "nats"), Broker: nats.Config{Logger: logger}})
+	case strings.HasPrefix(spec, "nats://"):
+		return nats.Open(ctx, nats.Config{URL: spec, Logger: logger})
+	case strings.HasPrefix(spec, "amqp://"), strings.HasPrefix(spec, "amqps://"):
+		return rabbitmq.Open(ctx, rabbitmq.Config{URL: spec, Logger: logger})
+	}
+	return nil, usageError{"-broker: want embedded, a nats:// URL or an amqp:// URL"}
 }

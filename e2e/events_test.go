@@ -1,0 +1,146 @@
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/weirhq/weir/broker"
+	"github.com/weirhq/weir/broker/nats"
+	"github.com/weirhq/weir/internal/testenv"
+	"github.com/weirhq/weir/pipeline"
+)
+
+// `weir run -broker nats://…` publishes one event per saved or failed
+// document, through the outbox, to the topic, each under its own id.
+func TestRunPublishesEventsToNATS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	url := testenv.NATS(t)
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	topic := "e2e_events_" + hex.EncodeToString(b)
+	t.Cleanup(func() { deleteStreams(t, url, topic) })
+
+	bin := buildWeir(t)
+	data := filepath.Join(t.TempDir(), "data")
+	addr := freeAddr(t)
+	p := start(t, bin, []string{"run", "-data", data, "-listen", addr, "-id", "e2e-events", "-watch-every", "100ms",
+		"-broker", url, "-events-topic", topic})
+	waitHTTP(t, addr, 20*time.Second)
+	in := filepath.Join(data, "incoming", "events")
+	if err := os.MkdirAll(in, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		writeAtomic(t, filepath.Join(in, fmt.Sprintf("doc-%d.txt", i)), fmt.Sprintf("Document %d is about the harbour pilots of Leith.", i))
+	}
+	writeAtomic(t, filepath.Join(in, "broken.txt"), "\x00\x01")
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	br, err := nats.Open(ctx, nats.Config{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer br.Close()
+	var (
+		mu     sync.Mutex
+		events = map[string]pipeline.Event{} // by message id
+		dups   int
+	)
+	if err := br.Declare(ctx, topic); err != nil {
+		t.Fatal(err)
+	}
+	consumed := make(chan error, 1)
+	go func() {
+		consumed <- br.Consume(ctx, topic, broker.ConsumeOptions{Group: "e2e",
+			DeadLetter: func(_ context.Context, d broker.Delivery, reason string, err error) error {
+				t.Errorf("event %s given up: %s: %v", d.ID, reason, err)
+				return nil
+			}}, func(_ context.Context, d broker.Delivery) error {
+			var e pipeline.Event
+			if err := json.Unmarshal(d.Body, &e); err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if _, ok := events[d.ID]; ok {
+				dups++
+			}
+			events[d.ID] = e
+			if len(events) == 6 {
+				cancel()
+			}
+			return nil
+		})
+	}()
+	if err := <-consumed; err != nil && ctx.Err() == nil {
+		t.Fatalf("consume: %v", err)
+	}
+	if err := p.stop(); err != nil {
+		t.Fatalf("stop: %v; log:\n%s", err, p.log())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	saved, failed := map[string]bool{}, map[string]bool{}
+	for _, e := range events {
+		switch e.Type {
+		case pipeline.EventSaved:
+			saved[e.Path] = true
+		case pipeline.EventFailed:
+			failed[e.Path] = true
+		}
+	}
+	if len(saved) != 5 || len(failed) != 1 || !failed["events/broken.txt"] {
+		t.Fatalf("events: %d saved %v, failed %v (of %d, %d delivered twice); want the 5 documents saved and broken.txt failed; log:\n%s",
+			len(saved), saved, failed, len(events), dups, p.log())
+	}
+}
+
+func writeAtomic(t *testing.T, name, body string) {
+	t.Helper()
+	if err := os.WriteFile(name+".tmp", []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(name+".tmp", name); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// deleteStreams deletes the streams of topic on the server at url.
+func deleteStreams(t *testing.T, url, topic string) {
+	nc, err := natsgo.Connect(url)
+	if err != nil {
+		t.Errorf("delete the test's streams: %v", err)
+		return
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	names := js.StreamNames(ctx)
+	for name := range names.Name() {
+		if strings.Contains(name, strings.ToUpper(topic)) || strings.Contains(name, topic) {
+			if err := js.DeleteStream(ctx, name); err != nil {
+				t.Errorf("delete stream %s: %v", name, err)
+			}
+		}
+	}
+}
