@@ -134,3 +134,14 @@ func TestIngestThroughAnLLMEndpoint(t *testing.T) {
 		t.Fatalf("search after the LLM's extraction: %d, %s", code, stdout)
 	}
 }
+
+// weir migrate makes the ingestion service's tables too, so that search
+// and status work on a store no weir run has opened yet.
+func TestMigrateMakesTheServiceTables(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	if code, stdout, stderr := run("migrate", "-data", data); code != 0 {
+		t.Fatalf("migrate: %d %s %s", code, stdout, stderr)
+	}
+	code, stdout, stderr := run("status", "-data", data)
+	want(t, "status after migrate", code, 0, stdout+stderr, "files:        none", "documents:    none")
+}

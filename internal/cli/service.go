@@ -153,3 +153,15 @@ func openBroker(ctx context.Context, spec, data string, logger *slog.Logger) (br
 	}
 	return nil, usageError{"-broker: want embedded, a nats:// URL or an amqp:// URL"}
 }
+
+// serviceTables makes the ingestion service's tables beside weir's, as
+// weir run would (statements that can run again).
+func (f storeFlags) serviceTables(ctx context.Context) error {
+	db, err := f.appDB(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.SQL.ExecContext(ctx, pipeline.Schema[db.Driver])
+	return err
+}

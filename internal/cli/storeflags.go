@@ -240,6 +240,9 @@ func setupMigrate(fs *flag.FlagSet) runFunc {
 			}
 			return fmt.Errorf("%s: %w", o.where, err)
 		}
+		if err := sf.serviceTables(ctx); err != nil {
+			return fmt.Errorf("%s: the ingestion service's tables: %w", o.where, err)
+		}
 		if n == 0 {
 			_, err = fmt.Fprintf(s.stdout, "%s: up to date at schema version %d\n", o.where, before)
 			return err
