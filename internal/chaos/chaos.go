@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/weirhq/weir/internal/appdb"
 	"github.com/weirhq/weir/internal/crashpoint"
 	"github.com/weirhq/weir/internal/faultproxy"
 	"github.com/weirhq/weir/outbox"
@@ -99,7 +100,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	defer h.close()
+	defer h.Close()
 	// The documents arrive in waves, one before each killed run or fault,
 	// so that every kill or fault finds work in flight.
 	wave := cfg.Docs
@@ -344,8 +345,8 @@ func prepare(ctx context.Context, where Where) (*db, error) {
 		return nil, err
 	}
 	var n int
-	if err := h.sql.QueryRowContext(ctx, `SELECT count(*) FROM chaos_docs`).Scan(&n); err != nil || n > 0 {
-		h.close()
+	if err := h.SQL.QueryRowContext(ctx, `SELECT count(*) FROM chaos_docs`).Scan(&n); err != nil || n > 0 {
+		h.Close()
 		if err == nil {
 			err = fmt.Errorf("chaos: the database holds %d documents of an earlier run; use a new schema", n)
 		}
@@ -359,11 +360,11 @@ func prepare(ctx context.Context, where Where) (*db, error) {
 // that fails (a connection lost to a fault) is tried again.
 func seed(ctx context.Context, h *db, cfg Config, from, to int) error {
 	for i := from; i < to; i += 100 {
-		add := func(tx txn, ex store.Executor) error {
+		add := func(tx appdb.Tx, ex store.Executor) error {
 			for j := i; j < min(i+100, to); j++ {
 				id := fmt.Sprintf("doc-%d", j+1)
 				poison := cfg.PoisonEvery > 0 && (j+1)%cfg.PoisonEvery == 0
-				if err := tx.exec(ctx, `INSERT INTO chaos_docs (id, poison, pages) VALUES ($1, $2, $3)`, id, poison, cfg.Pages); err != nil {
+				if _, err := tx.Exec(ctx, `INSERT INTO chaos_docs (id, poison, pages) VALUES ($1, $2, $3)`, id, poison, cfg.Pages); err != nil {
 					return err
 				}
 				if _, err := outbox.Add(ctx, ex, time.Now(), store.OutboxMessage{Topic: docsTopic, Key: id, Payload: []byte(id)}); err != nil {

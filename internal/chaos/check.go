@@ -41,7 +41,7 @@ func (r *Result) problem(counter *int, format string, args ...any) {
 // end is not notified yet.
 func unfinished(ctx context.Context, h *db) (int, error) {
 	var n int
-	err := h.sql.QueryRowContext(ctx, `SELECT count(*) FROM chaos_docs d
+	err := h.SQL.QueryRowContext(ctx, `SELECT count(*) FROM chaos_docs d
 		WHERE NOT EXISTS (SELECT 1 FROM weir_workflows w WHERE w.id = d.id AND w.status <> 'running')
 			OR NOT EXISTS (SELECT 1 FROM chaos_notified n WHERE n.doc = d.id)`).Scan(&n)
 	return n, err
@@ -53,9 +53,9 @@ func unfinished(ctx context.Context, h *db) (int, error) {
 // every file named by the ledger and every ledger record of a document,
 // and the dead-letter store holding exactly the poison documents' steps.
 func check(ctx context.Context, cfg Config, h *db, res Result) (Result, error) {
-	ex := h.st.Executor()
+	ex := h.Store.Executor()
 	docs := map[string]doc{}
-	rows, err := h.sql.QueryContext(ctx, `SELECT id, poison, pages FROM chaos_docs`)
+	rows, err := h.SQL.QueryContext(ctx, `SELECT id, poison, pages FROM chaos_docs`)
 	if err != nil {
 		return res, err
 	}
@@ -69,7 +69,7 @@ func check(ctx context.Context, cfg Config, h *db, res Result) (Result, error) {
 	}
 	rows.Close()
 	notified := map[string]int{}
-	rows, err = h.sql.QueryContext(ctx, `SELECT doc FROM chaos_notified`)
+	rows, err = h.SQL.QueryContext(ctx, `SELECT doc FROM chaos_notified`)
 	if err != nil {
 		return res, err
 	}
@@ -198,7 +198,7 @@ func check(ctx context.Context, cfg Config, h *db, res Result) (Result, error) {
 		}
 	}
 	// Ledger records of anything but a document.
-	txns, err := h.sql.QueryContext(ctx, `SELECT DISTINCT txn FROM weir_effects ORDER BY txn`)
+	txns, err := h.SQL.QueryContext(ctx, `SELECT DISTINCT txn FROM weir_effects ORDER BY txn`)
 	if err != nil {
 		return res, err
 	}
@@ -214,7 +214,7 @@ func check(ctx context.Context, cfg Config, h *db, res Result) (Result, error) {
 	}
 	txns.Close()
 	var brokerDead int
-	if err := h.sql.QueryRowContext(ctx, `SELECT count(*) FROM chaos_broker_dead`).Scan(&brokerDead); err != nil {
+	if err := h.SQL.QueryRowContext(ctx, `SELECT count(*) FROM chaos_broker_dead`).Scan(&brokerDead); err != nil {
 		return res, err
 	}
 	if brokerDead > 0 {

@@ -18,6 +18,7 @@ import (
 	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/broker/nats"
 	"github.com/weirhq/weir/inbox"
+	"github.com/weirhq/weir/internal/appdb"
 	"github.com/weirhq/weir/ledger"
 	"github.com/weirhq/weir/outbox"
 	"github.com/weirhq/weir/resilience/backoff"
@@ -54,8 +55,8 @@ func Worker(ctx context.Context, w Where, logger *slog.Logger) (err error) {
 	if err != nil {
 		return err
 	}
-	defer d.close()
-	st, dir := d.st, w.Dir
+	defer d.Close()
+	st, dir := d.Store, w.Dir
 	b, err := nats.OpenEmbedded(ctx, nats.EmbeddedConfig{Dir: filepath.Join(dir, "nats"), Broker: nats.Config{Logger: logger}})
 	if err != nil {
 		return err
@@ -67,7 +68,7 @@ func Worker(ctx context.Context, w Where, logger *slog.Logger) (err error) {
 
 	ws := weir.NewWorkers()
 	eng, err := workflow.New(workflow.Config{Store: st, Workers: ws, Logger: logger,
-		Definitions: []*workflow.Definition{documentFlow(dir, d.sql)},
+		Definitions: []*workflow.Definition{documentFlow(dir, d.SQL)},
 		// Every kill during a state costs it an attempt (its lease
 		// expires, or the restart takes it back): enough attempts that
 		// kills alone do not exhaust them.
@@ -96,19 +97,20 @@ func Worker(ctx context.Context, w Where, logger *slog.Logger) (err error) {
 	}
 
 	deadLetter := func(ctx context.Context, dl broker.Delivery, reason string, _ error) error {
-		_, err := d.sql.ExecContext(ctx, `INSERT INTO chaos_broker_dead (topic, id, reason) VALUES ($1, $2, $3)`, dl.Topic, dl.ID, reason)
+		_, err := d.SQL.ExecContext(ctx, `INSERT INTO chaos_broker_dead (topic, id, reason) VALUES ($1, $2, $3)`, dl.Topic, dl.ID, reason)
 		return err
 	}
-	starter := inbox.Handle(d.runTx, func(ctx context.Context, tx txn, dl broker.Delivery) error {
-		_, _, err := eng.Start(ctx, tx.ex, flowName, string(dl.Body), nil)
+	starter := inbox.Handle(d.runTx, func(ctx context.Context, tx appdb.Tx, dl broker.Delivery) error {
+		_, _, err := eng.Start(ctx, tx.Ex, flowName, string(dl.Body), nil)
 		return err
 	}, inbox.Config{Logger: logger})
-	notified := inbox.Handle(d.runTx, func(ctx context.Context, tx txn, dl broker.Delivery) error {
+	notified := inbox.Handle(d.runTx, func(ctx context.Context, tx appdb.Tx, dl broker.Delivery) error {
 		var n workflow.Notification
 		if err := json.Unmarshal(dl.Body, &n); err != nil {
 			return retry.Permanent(err)
 		}
-		return tx.exec(ctx, `INSERT INTO chaos_notified (doc, status) VALUES ($1, $2)`, n.Workflow, string(n.Status))
+		_, err := tx.Exec(ctx, `INSERT INTO chaos_notified (doc, status) VALUES ($1, $2)`, n.Workflow, string(n.Status))
+		return err
 	}, inbox.Config{Logger: logger})
 
 	errs := make(chan error, 3)

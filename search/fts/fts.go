@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weirhq/weir/internal/sqlitefile"
+
 	"modernc.org/sqlite"
 
 	"github.com/weirhq/weir/search"
@@ -116,7 +118,7 @@ func Open(ctx context.Context, cfg Config) (*Index, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fts: open %s: %w", cfg.Path, err)
 	}
-	if err := checkPath(path); err != nil {
+	if err := sqlitefile.CheckPath("fts", "index file", path); err != nil {
 		return nil, err
 	}
 	ix, reason, err := open(ctx, cfg, path)
@@ -149,7 +151,7 @@ func Open(ctx context.Context, cfg Config) (*Index, error) {
 // everything and returns the reason, with a nil Index.
 func open(ctx context.Context, cfg Config, path string) (_ *Index, reason string, err error) {
 	busy := fmt.Sprintf("busy_timeout(%d)", max(1, cfg.BusyTimeout.Milliseconds()))
-	write, err := sql.Open("sqlite", dsn(path, url.Values{
+	write, err := sql.Open("sqlite", sqlitefile.DSN(path, url.Values{
 		"_txlock": {"immediate"},
 		"_pragma": {busy, "journal_mode(WAL)", "synchronous(NORMAL)"},
 	}))
@@ -185,7 +187,7 @@ func open(ctx context.Context, cfg Config, path string) (_ *Index, reason string
 		return fail(err)
 	}
 
-	read, err := sql.Open("sqlite", dsn(path, url.Values{
+	read, err := sql.Open("sqlite", sqlitefile.DSN(path, url.Values{
 		"_pragma": {busy, "query_only(ON)"},
 	}))
 	if err != nil {
@@ -289,37 +291,6 @@ func removeFiles(path string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// dsn is the modernc.org/sqlite data source name of the file at the
-// absolute path abs: a file: URI, so that no character of the path (a '?',
-// a '#', a '%') is read as part of the query.
-func dsn(abs string, q url.Values) string {
-	p := filepath.ToSlash(abs)
-	if !strings.HasPrefix(p, "/") {
-		p = "/" + p // a Windows drive letter: file:///C:/...
-	}
-	u := url.URL{Scheme: "file", Path: p, RawQuery: q.Encode()}
-	return u.String()
-}
-
-// checkPath returns a clear error when path cannot be an index file: its
-// directory is missing or not a directory, or path is a directory.
-func checkPath(path string) error {
-	dir := filepath.Dir(path)
-	fi, err := os.Stat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("fts: open %s: directory %s does not exist", path, dir)
-	case err != nil:
-		return fmt.Errorf("fts: open %s: %w", path, err)
-	case !fi.IsDir():
-		return fmt.Errorf("fts: open %s: %s is not a directory", path, dir)
-	}
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return fmt.Errorf("fts: open %s: it is a directory, not an index file", path)
-	}
-	return nil
 }
 
 // checkWAL makes sure the file really is in WAL mode, which concurrent

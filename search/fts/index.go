@@ -10,7 +10,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
+
+	"github.com/weirhq/weir/internal/sqlitefile"
 
 	"github.com/weirhq/weir/search"
 )
@@ -290,21 +291,8 @@ func (ix *Index) Count(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// encodeTime is t's column value: NULL for the zero time, otherwise
-// microseconds since the Unix epoch (rounded toward the past).
-// search.Doc.Validate has checked that it fits.
-func encodeTime(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t.UnixMicro()
-}
-
-// decodeTime is the time a column holds: the zero time for NULL,
-// otherwise the instant in UTC.
-func decodeTime(v sql.NullInt64) time.Time {
-	if !v.Valid {
-		return time.Time{}
-	}
-	return time.UnixMicro(v.Int64).UTC()
-}
+// encodeTime and decodeTime are sqlitefile's.
+var (
+	encodeTime = sqlitefile.EncodeTime
+	decodeTime = sqlitefile.DecodeTime
+)

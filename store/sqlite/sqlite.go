@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weirhq/weir/internal/sqlitefile"
+
 	// The pure-Go SQLite driver, registered as "sqlite".
 	_ "modernc.org/sqlite"
 
@@ -95,7 +97,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
 	}
-	if err := checkPath(path); err != nil {
+	if err := sqlitefile.CheckPath("sqlite", "database file", path); err != nil {
 		return nil, err
 	}
 	ms, err := migration.Load(migrationFS, "migrations")
@@ -104,7 +106,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 
 	busy := max(1, cfg.BusyTimeout.Milliseconds())
-	write, err := sql.Open("sqlite", dsn(path, url.Values{
+	write, err := sql.Open("sqlite", sqlitefile.DSN(path, url.Values{
 		"_txlock": {"immediate"},
 		"_pragma": {
 			fmt.Sprintf("busy_timeout(%d)", busy),
@@ -129,7 +131,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 
-	read, err := sql.Open("sqlite", dsn(path, url.Values{
+	read, err := sql.Open("sqlite", sqlitefile.DSN(path, url.Values{
 		"_pragma": {
 			fmt.Sprintf("busy_timeout(%d)", busy),
 			"query_only(ON)",
@@ -151,37 +153,6 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	cfg.Logger.Debug("sqlite store opened", "path", path, "busy_timeout", cfg.BusyTimeout)
 	return &Store{path: path, write: write, read: read, logger: cfg.Logger, migrations: ms,
 		stmts: stmtCache{queries: hotQueries}, readStmts: stmtCache{queries: readQueries}}, nil
-}
-
-// dsn is the modernc.org/sqlite data source name of the file at the
-// absolute path abs: a file: URI, so that no character of the path (a '?',
-// a '#', a '%') is read as part of the query.
-func dsn(abs string, q url.Values) string {
-	p := filepath.ToSlash(abs)
-	if !strings.HasPrefix(p, "/") {
-		p = "/" + p // a Windows drive letter: file:///C:/...
-	}
-	u := url.URL{Scheme: "file", Path: p, RawQuery: q.Encode()}
-	return u.String()
-}
-
-// checkPath returns a clear error when path cannot be a database file: its
-// directory is missing or not a directory, or path is a directory.
-func checkPath(path string) error {
-	dir := filepath.Dir(path)
-	fi, err := os.Stat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("sqlite: open %s: directory %s does not exist", path, dir)
-	case err != nil:
-		return fmt.Errorf("sqlite: open %s: %w", path, err)
-	case !fi.IsDir():
-		return fmt.Errorf("sqlite: open %s: %s is not a directory", path, dir)
-	}
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return fmt.Errorf("sqlite: open %s: it is a directory, not a database file", path)
-	}
-	return nil
 }
 
 // checkWAL opens the write connection, which applies the DSN's pragmas, and

@@ -1,10 +1,11 @@
 package sqlite
 
 import (
-	"database/sql"
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/weirhq/weir/internal/sqlitefile"
 
 	"github.com/weirhq/weir/store"
 )
@@ -16,25 +17,6 @@ var (
 	minTime = time.UnixMicro(math.MinInt64).UTC()
 	maxTime = time.UnixMicro(math.MaxInt64).UTC()
 )
-
-// encodeTime is t's column value: nil (NULL) for the zero time, otherwise
-// microseconds since the Unix epoch. t must lie within [minTime, maxTime]
-// (about ±292,000 years), which checkTimes ensures for callers' times.
-func encodeTime(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t.UnixMicro()
-}
-
-// decodeTime is the time a column holds: the zero time for NULL, otherwise
-// the instant in UTC.
-func decodeTime(v sql.NullInt64) time.Time {
-	if !v.Valid {
-		return time.Time{}
-	}
-	return time.UnixMicro(v.Int64).UTC()
-}
 
 // checkTimes returns an error wrapping store.ErrInvalid when now or one of
 // p's times cannot be stored.
@@ -76,3 +58,9 @@ func storedTime(t time.Time) time.Time {
 	}
 	return time.UnixMicro(t.UnixMicro()).UTC()
 }
+
+// encodeTime and decodeTime are sqlitefile's.
+var (
+	encodeTime = sqlitefile.EncodeTime
+	decodeTime = sqlitefile.DecodeTime
+)

@@ -1,0 +1,69 @@
+// Package sqlitefile holds what weir's SQLite files share, the store's
+// database (store/sqlite) and the search index (search/fts): the data
+// source name of a file, the check of its path, and the encoding of times
+// as microseconds.
+package sqlitefile
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// DSN is the modernc.org/sqlite data source name of the file at the
+// absolute path abs, with the query q: a file: URI, so that no character
+// of the path (a '?', a '#', a '%') is read as part of the query.
+func DSN(abs string, q url.Values) string {
+	p := filepath.ToSlash(abs)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p // a Windows drive letter: file:///C:/...
+	}
+	u := url.URL{Scheme: "file", Path: p, RawQuery: q.Encode()}
+	return u.String()
+}
+
+// CheckPath returns a clear error when path cannot be such a file: its
+// directory is missing or not a directory, or path is a directory. pkg
+// begins the message ("sqlite", "fts"); what names the file ("database
+// file", "index file").
+func CheckPath(pkg, what, path string) error {
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s: open %s: directory %s does not exist", pkg, path, dir)
+	case err != nil:
+		return fmt.Errorf("%s: open %s: %w", pkg, path, err)
+	case !fi.IsDir():
+		return fmt.Errorf("%s: open %s: %s is not a directory", pkg, path, dir)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s: open %s: it is a directory, not a %s", pkg, path, what)
+	}
+	return nil
+}
+
+// EncodeTime is t's column value: nil (NULL) for the zero time, otherwise
+// microseconds since the Unix epoch. Callers check that t fits (about
+// ±292,000 years).
+func EncodeTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixMicro()
+}
+
+// DecodeTime is the time a column holds: the zero time for NULL,
+// otherwise the instant in UTC.
+func DecodeTime(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return time.UnixMicro(v.Int64).UTC()
+}
