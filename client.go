@@ -12,6 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/weirhq/weir/internal/tracing"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/metrics"
 	"github.com/weirhq/weir/store"
@@ -101,6 +104,10 @@ type Config struct {
 	// Metrics, when set, receives the client's counters and latencies
 	// (see package metrics). Default none.
 	Metrics *metrics.Metrics
+	// TracerProvider, when set, makes an OpenTelemetry span of each job
+	// attempt ("weir.job <kind>", with the job's id, kind, queue and
+	// attempt; its error recorded). Default none: no spans.
+	TracerProvider trace.TracerProvider
 }
 
 // withDefaults returns c with its defaults, or an error naming the bad
@@ -174,11 +181,12 @@ func (c Config) withDefaults() (Config, error) {
 // puts back the jobs of workers whose leases expired. It is safe for
 // concurrent use.
 type Client struct {
-	cfg   Config
-	ex    store.Executor
-	kinds map[string]*registration
-	clock clock.Clock
-	log   *slog.Logger
+	cfg    Config
+	ex     store.Executor
+	kinds  map[string]*registration
+	clock  clock.Clock
+	log    *slog.Logger
+	tracer trace.Tracer
 
 	producers map[string]*producer
 	periodic  []*periodicJob
@@ -259,6 +267,7 @@ func NewClient(cfg Config) (*Client, error) {
 		kinds:       kinds,
 		clock:       cfg.Clock,
 		log:         cfg.Logger,
+		tracer:      tracing.Tracer(cfg.TracerProvider),
 		producers:   map[string]*producer{},
 		running:     map[int64]*runningJob{},
 		stopping:    make(chan struct{}),

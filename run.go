@@ -8,6 +8,10 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/weirhq/weir/internal/tracing"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/weirhq/weir/metrics"
 	"github.com/weirhq/weir/resilience/backoff"
 	"github.com/weirhq/weir/resilience/retry"
@@ -187,7 +191,11 @@ func (c *Client) run(ctx context.Context, r *runningJob, j *weirtype.Job) (hande
 	if !j.DeadlineAt.IsZero() {
 		stops = append(stops, c.cancelAfter(j.DeadlineAt.Sub(now), cancel, &DeadlineError{DeadlineAt: j.DeadlineAt}))
 	}
-	err := call(ctx, reg, j)
+	spanCtx, span := c.tracer.Start(ctx, "weir.job "+j.Kind, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
+		attribute.Int64("weir.job.id", j.ID), attribute.String("weir.job.kind", j.Kind),
+		attribute.String("weir.job.queue", j.Queue), attribute.Int("weir.job.attempt", j.Attempt)))
+	err := call(spanCtx, reg, j)
+	tracing.End(span, err)
 	for _, stop := range stops {
 		stop()
 	}

@@ -1,11 +1,11 @@
 // Package api is the HTTP interface of weir's ingestion service: search,
-// documents, reindex, health and metrics, as a plain http.Handler.
+// documents, status, health and metrics, as a plain http.Handler, with the
+// admin API (package admin) mounted under /api/admin/.
 //
 //	GET  /api/search?q=QUERY[&limit=N]  hits, best first
 //	GET  /api/documents/{id}            a document as SQL keeps it
-//	POST /api/admin/reindex             start a reconciliation (202)
-//	GET  /api/admin/reindex             the latest reindex runs
 //	GET  /api/status                    counts by state, breakers, stuck work, dead letters
+//	*    /api/admin/...                 the admin API (Config.Admin), reindex included
 //	GET  /healthz                       liveness: the process answers
 //	GET  /readyz                        readiness: the database and the index answer
 //	GET  /metrics                       Prometheus metrics
@@ -17,10 +17,10 @@
 // only "internal error"; the error itself goes to Config.Logger, so that
 // SQL or file system details do not reach clients.
 //
-// No endpoint reads a request body. POST /api/admin/reindex takes none and
-// ignores one if sent: the handler never reads it, so a huge body costs
-// nothing but what net/http discards after the response (at most 256 KiB,
-// beyond which it closes the connection).
+// No endpoint of this package reads a request body. The admin API, which
+// does, bounds its bodies itself, and authenticates its requests with its
+// own token: every path under /api/admin/ is its, so that no operator
+// endpoint is served unauthenticated from here.
 package api
 
 import (
@@ -43,8 +43,6 @@ import (
 type Service interface {
 	Search(ctx context.Context, query string, limit int) ([]search.Hit, error)
 	Document(ctx context.Context, id string) (pipeline.Document, error)
-	StartReindex(ctx context.Context, trigger string) (pipeline.ReindexStarted, error)
-	ReindexRuns(ctx context.Context, limit int) ([]pipeline.ReindexRun, error)
 	Status(ctx context.Context, stuckAfter time.Duration) (pipeline.Status, error)
 	Ready(ctx context.Context) error
 }
@@ -55,6 +53,9 @@ type Config struct {
 	Service Service
 	// Metrics serves /metrics. Default: 404 there.
 	Metrics http.Handler
+	// Admin serves every path under /api/admin/ (admin.New's handler).
+	// Default: 404 there.
+	Admin http.Handler
 	// Logger receives the errors of requests that failed on the server's
 	// side. Default slog.Default().
 	Logger *slog.Logger
@@ -83,8 +84,6 @@ func New(cfg Config) (http.Handler, error) {
 	routes := []route{
 		{http.MethodGet, "/api/search", http.HandlerFunc(h.search)},
 		{http.MethodGet, "/api/documents/{id}", http.HandlerFunc(h.document)},
-		{http.MethodPost, "/api/admin/reindex", http.HandlerFunc(h.startReindex)},
-		{http.MethodGet, "/api/admin/reindex", http.HandlerFunc(h.reindexRuns)},
 		{http.MethodGet, "/api/status", http.HandlerFunc(h.status)},
 		{http.MethodGet, "/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -118,6 +117,9 @@ func New(cfg Config) (http.Handler, error) {
 			w.Header().Set("Allow", allow)
 			writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s: use %s", r.Method, r.URL.Path, allow))
 		})
+	}
+	if cfg.Admin != nil {
+		mux.Handle("/api/admin/", cfg.Admin)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))
@@ -192,27 +194,6 @@ func validID(id string) bool {
 		}
 	}
 	return true
-}
-
-func (h *handler) startReindex(w http.ResponseWriter, r *http.Request) {
-	res, err := h.svc.StartReindex(r.Context(), pipeline.TriggerAPI)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusAccepted, res)
-}
-
-func (h *handler) reindexRuns(w http.ResponseWriter, r *http.Request) {
-	runs, err := h.svc.ReindexRuns(r.Context(), 20)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	if runs == nil {
-		runs = []pipeline.ReindexRun{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"runs": runs})
 }
 
 func (h *handler) status(w http.ResponseWriter, r *http.Request) {

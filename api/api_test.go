@@ -25,12 +25,10 @@ import (
 // fakeService answers from its fields and records the arguments it was
 // called with. A nil func answers with a zero value.
 type fakeService struct {
-	search       func(query string, limit int) ([]search.Hit, error)
-	document     func(id string) (pipeline.Document, error)
-	startReindex func(trigger string) (pipeline.ReindexStarted, error)
-	reindexRuns  func(limit int) ([]pipeline.ReindexRun, error)
-	status       func(stuckAfter time.Duration) (pipeline.Status, error)
-	ready        func(ctx context.Context) error
+	search   func(query string, limit int) ([]search.Hit, error)
+	document func(id string) (pipeline.Document, error)
+	status   func(stuckAfter time.Duration) (pipeline.Status, error)
+	ready    func(ctx context.Context) error
 
 	quiet bool // record no calls (for the fuzz test, which makes millions)
 	mu    sync.Mutex
@@ -68,22 +66,6 @@ func (f *fakeService) Document(_ context.Context, id string) (pipeline.Document,
 		return pipeline.Document{}, pipeline.ErrNotFound
 	}
 	return f.document(id)
-}
-
-func (f *fakeService) StartReindex(_ context.Context, trigger string) (pipeline.ReindexStarted, error) {
-	f.record("StartReindex " + trigger)
-	if f.startReindex == nil {
-		return pipeline.ReindexStarted{}, nil
-	}
-	return f.startReindex(trigger)
-}
-
-func (f *fakeService) ReindexRuns(_ context.Context, limit int) ([]pipeline.ReindexRun, error) {
-	f.record("ReindexRuns " + strconv.Itoa(limit))
-	if f.reindexRuns == nil {
-		return nil, nil
-	}
-	return f.reindexRuns(limit)
 }
 
 func (f *fakeService) Status(_ context.Context, stuckAfter time.Duration) (pipeline.Status, error) {
@@ -313,17 +295,13 @@ func TestServiceErrorIs500AndLogged(t *testing.T) {
 	t.Parallel()
 	secret := errors.New("sql: connection to /var/lib/weir/weir.db refused")
 	svc := &fakeService{
-		search:       func(string, int) ([]search.Hit, error) { return nil, secret },
-		document:     func(string) (pipeline.Document, error) { return pipeline.Document{}, secret },
-		startReindex: func(string) (pipeline.ReindexStarted, error) { return pipeline.ReindexStarted{}, secret },
-		reindexRuns:  func(int) ([]pipeline.ReindexRun, error) { return nil, secret },
-		status:       func(time.Duration) (pipeline.Status, error) { return pipeline.Status{}, secret },
+		search:   func(string, int) ([]search.Hit, error) { return nil, secret },
+		document: func(string) (pipeline.Document, error) { return pipeline.Document{}, secret },
+		status:   func(time.Duration) (pipeline.Status, error) { return pipeline.Status{}, secret },
 	}
 	for _, tc := range []struct{ method, target string }{
 		{http.MethodGet, "/api/search?q=x"},
 		{http.MethodGet, "/api/documents/" + docID},
-		{http.MethodPost, "/api/admin/reindex"},
-		{http.MethodGet, "/api/admin/reindex"},
 		{http.MethodGet, "/api/status"},
 	} {
 		t.Run(tc.method+" "+tc.target, func(t *testing.T) {
@@ -402,108 +380,6 @@ func TestDocumentBadID(t *testing.T) {
 		if calls := svc.Calls(); len(calls) != 0 {
 			t.Errorf("id %q: service called %q", id, calls)
 		}
-	}
-}
-
-func TestStartReindex(t *testing.T) {
-	t.Parallel()
-	svc := &fakeService{startReindex: func(string) (pipeline.ReindexStarted, error) {
-		return pipeline.ReindexStarted{JobID: 42, Outcome: weirtype.DuplicatePending}, nil
-	}}
-	h, _ := newAPI(t, svc, nil)
-	res := do(t, h, http.MethodPost, "/api/admin/reindex", nil)
-	if res.code != http.StatusAccepted {
-		t.Fatalf("status %d, want 202: %s", res.code, res.raw)
-	}
-	if res.body["job_id"] != 42.0 || res.body["outcome"] != "duplicate_pending" {
-		t.Errorf("body %s, want job_id 42 and outcome duplicate_pending", res.raw)
-	}
-	if calls := svc.Calls(); len(calls) != 1 || calls[0] != "StartReindex "+pipeline.TriggerAPI {
-		t.Errorf("service calls %q, want StartReindex with trigger %q", calls, pipeline.TriggerAPI)
-	}
-}
-
-// endlessBody is a request body that never ends and counts what was read.
-type endlessBody struct {
-	mu   sync.Mutex
-	read int
-}
-
-func (b *endlessBody) Read(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.read += len(p)
-	return len(p), nil
-}
-
-func (b *endlessBody) Close() error { return nil }
-
-func TestStartReindexDoesNotReadTheBody(t *testing.T) {
-	t.Parallel()
-	h, _ := newAPI(t, &fakeService{}, nil)
-	body := &endlessBody{}
-	res := do(t, h, http.MethodPost, "/api/admin/reindex", body)
-	if res.code != http.StatusAccepted {
-		t.Fatalf("status %d, want 202: %s", res.code, res.raw)
-	}
-	if body.read != 0 {
-		t.Errorf("the handler read %d bytes of a body it takes no use of", body.read)
-	}
-}
-
-// Through a real server: a client that sends a large body still gets its
-// 202, and the server does not wait for the body to end.
-func TestStartReindexLargeBodyOverHTTP(t *testing.T) {
-	t.Parallel()
-	h, _ := newAPI(t, &fakeService{}, nil)
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	body := bytes.Repeat([]byte("x"), 8<<20)
-	res, err := srv.Client().Post(srv.URL+"/api/admin/reindex", "application/octet-stream", bytes.NewReader(body))
-	if err != nil {
-		t.Fatalf("POST: %v", err)
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusAccepted {
-		t.Errorf("status %d, want 202", res.StatusCode)
-	}
-}
-
-func TestReindexRuns(t *testing.T) {
-	t.Parallel()
-	finished := updated.Add(time.Minute)
-	runs := []pipeline.ReindexRun{
-		{ID: 2, Trigger: pipeline.TriggerAPI, Status: "running", StartedAt: updated, UpdatedAt: updated, Total: 10, Checked: 4},
-		{ID: 1, Trigger: pipeline.TriggerSchedule, Status: "done", StartedAt: updated, UpdatedAt: finished, FinishedAt: &finished, Total: 9, Checked: 9, Repaired: 1},
-	}
-	svc := &fakeService{reindexRuns: func(int) ([]pipeline.ReindexRun, error) { return runs, nil }}
-	h, _ := newAPI(t, svc, nil)
-	res := do(t, h, http.MethodGet, "/api/admin/reindex", nil)
-	if res.code != http.StatusOK {
-		t.Fatalf("status %d, want 200: %s", res.code, res.raw)
-	}
-	got, _ := res.body["runs"].([]any)
-	if len(got) != 2 {
-		t.Fatalf("runs %v, want 2", res.body["runs"])
-	}
-	first, _ := got[0].(map[string]any)
-	second, _ := got[1].(map[string]any)
-	if first["id"] != 2.0 || first["status"] != "running" || first["trigger"] != "api" || first["checked"] != 4.0 {
-		t.Errorf("first run %v", first)
-	}
-	if _, ok := first["finished_at"]; ok {
-		t.Errorf("running run has finished_at: %v", first)
-	}
-	if second["finished_at"] != "2024-05-06T07:09:09Z" || second["repaired"] != 1.0 {
-		t.Errorf("second run %v", second)
-	}
-	if calls := svc.Calls(); len(calls) != 1 || calls[0] != "ReindexRuns 20" {
-		t.Errorf("service calls %q, want ReindexRuns 20", calls)
-	}
-
-	h, _ = newAPI(t, &fakeService{}, nil) // no runs yet
-	if res := do(t, h, http.MethodGet, "/api/admin/reindex", nil); !strings.Contains(res.raw, `"runs": []`) {
-		t.Errorf("no runs: body %s, want \"runs\": [] (not null)", res.raw)
 	}
 }
 
@@ -620,8 +496,6 @@ func TestWrongMethodIs405(t *testing.T) {
 	for _, tc := range []struct{ method, target, allow string }{
 		{http.MethodDelete, "/api/search?q=x", "GET, HEAD"},
 		{http.MethodPost, "/api/search?q=x", "GET, HEAD"},
-		{http.MethodPut, "/api/admin/reindex", "GET, HEAD, POST"},
-		{http.MethodDelete, "/api/admin/reindex", "GET, HEAD, POST"},
 		{http.MethodDelete, "/api/documents/" + docID, "GET, HEAD"},
 		{http.MethodPost, "/api/status", "GET, HEAD"},
 		{http.MethodPost, "/healthz", "GET, HEAD"},
@@ -722,4 +596,40 @@ func FuzzSearchParams(f *testing.F) {
 			t.Fatalf("q=%q limit=%q: status %d: %s\nlog: %s", q, limit, res.code, res.raw, logs)
 		}
 	})
+}
+
+// Every path under /api/admin/ goes to Config.Admin, whatever its method;
+// without an admin handler they are 404, like any unknown path.
+func TestAdminIsMountedUnderItsPrefix(t *testing.T) {
+	t.Parallel()
+	var got []string
+	admin := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Method+" "+r.URL.Path)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTeapot)
+		_, _ = io.WriteString(w, `{"error": "teapot"}`)
+	})
+	h, err := api.New(api.Config{Service: &fakeService{}, Admin: admin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ method, target string }{
+		{http.MethodPost, "/api/admin/reindex"}, {http.MethodGet, "/api/admin/jobs?state=dead"}, {http.MethodDelete, "/api/admin/x"},
+	} {
+		if res := do(t, h, tc.method, tc.target, nil); res.code != http.StatusTeapot {
+			t.Errorf("%s %s: status %d, want the admin handler's", tc.method, tc.target, res.code)
+		}
+	}
+	if want := []string{"POST /api/admin/reindex", "GET /api/admin/jobs", "DELETE /api/admin/x"}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("admin handler got %q, want %q", got, want)
+	}
+	if res := do(t, h, http.MethodGet, "/api/search?q=x", nil); res.code != http.StatusOK {
+		t.Errorf("search beside the admin API: status %d", res.code)
+	}
+	h, _ = newAPI(t, &fakeService{}, nil)
+	for _, target := range []string{"/api/admin/reindex", "/api/admin/jobs"} {
+		if res := do(t, h, http.MethodPost, target, nil); res.code != http.StatusNotFound {
+			t.Errorf("POST %s without an admin handler: status %d, want 404", target, res.code)
+		}
+	}
 }

@@ -16,6 +16,10 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/weirhq/weir/internal/tracing"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/crashpoint"
@@ -38,6 +42,10 @@ type Config struct {
 	// Clock and Logger. Defaults clock.Real and slog.Default().
 	Clock  clock.Clock
 	Logger *slog.Logger
+	// TracerProvider, when set, makes a span of each delivery handled
+	// ("weir.consume <topic>"), the child of the span whose trace context
+	// the message carries (outbox.Add puts it there). Default none.
+	TracerProvider trace.TracerProvider
 }
 
 // Handle returns a broker.Handler that runs h for each delivery in a
@@ -51,9 +59,13 @@ func Handle[T any](runTx RunTx[T], h Handler[T], cfg Config) broker.Handler {
 	if log == nil {
 		log = slog.Default()
 	}
-	return func(ctx context.Context, d broker.Delivery) error {
+	tracer := tracing.Tracer(cfg.TracerProvider)
+	return func(ctx context.Context, d broker.Delivery) (err error) {
+		ctx, span := tracer.Start(tracing.Extract(ctx, d.Headers), "weir.consume "+d.Topic, trace.WithSpanKind(trace.SpanKindConsumer),
+			trace.WithAttributes(attribute.String("weir.message.id", d.ID), attribute.String("weir.message.topic", d.Topic), attribute.Int("weir.message.attempt", d.Attempt)))
+		defer func() { tracing.End(span, err) }()
 		var duplicate bool
-		err := runTx(ctx, func(tx T, ex store.Executor) error {
+		err = runTx(ctx, func(tx T, ex store.Executor) error {
 			first, err := ex.RecordInbox(ctx, clk.Now(), d.Topic, d.ID)
 			if err != nil {
 				return fmt.Errorf("inbox: record %s/%s: %w", d.Topic, d.ID, err)

@@ -37,6 +37,19 @@
 //	retry_job_stuck_documents   gauge  collection          jobs of the kind running, or due and waiting, for longer than Options.StuckAfter
 //	retry_job_failed_documents  gauge  collection          jobs of the kind in state dead
 //
+// [NewBreakerCollector] returns a collector, registered separately, that
+// reads circuit breakers (resilience/breaker) at scrape time:
+//
+//	name                               type   labels   meaning
+//	weir_breaker_state                 gauge  breaker  0 closed, 1 half-open, 2 open
+//	weir_breaker_failures              gauge  breaker  failures counted in the breaker's current period
+//	weir_breaker_successes             gauge  breaker  successes counted in the breaker's current period
+//	weir_breaker_consecutive_failures  gauge  breaker  the current run of failures
+//	weir_breaker_rejected              gauge  breaker  calls refused while open or half-open
+//
+// The alert rules and the Grafana dashboard built on these names are in
+// deploy/; their tests check every name they use against this package.
+//
 // retry_job_runs_total{status} and retry_job_errors_total{error_type} start
 // at zero for each of their label values; the other labelled series appear
 // at their first event (Swept adds zeros so that a sweep's series exist

@@ -33,6 +33,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/weirhq/weir/internal/tracing"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/crashpoint"
@@ -45,12 +49,37 @@ import (
 // Add adds msgs to the outbox through ex, at now, and returns their ids.
 // Bind ex to the caller's transaction (sqlite.Store.Tx, postgres.Store.Tx)
 // so that the messages commit with the caller's data.
+//
+// The trace context of ctx's span, if any, goes with each message in its
+// headers (traceparent), so that the consumer's span continues the trace.
 func Add(ctx context.Context, ex store.Executor, now time.Time, msgs ...store.OutboxMessage) ([]int64, error) {
+	if trace.SpanContextFromContext(ctx).IsValid() {
+		msgs = slices.Clone(msgs)
+		for i := range msgs {
+			msgs[i].Headers = tracing.Inject(ctx, msgs[i].Headers)
+		}
+	}
 	ids, err := ex.AddOutbox(ctx, now, msgs)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: %w", err)
 	}
 	return ids, nil
+}
+
+// publishTraced publishes msgs in a span of its own ("weir.outbox.publish"),
+// linked to the span that added each message.
+func (r *Relay) publishTraced(ctx context.Context, msgs []broker.Message) error {
+	links := make([]trace.Link, 0, len(msgs))
+	for _, m := range msgs {
+		if sc := tracing.SpanContext(m.Headers); sc.IsValid() {
+			links = append(links, trace.Link{SpanContext: sc})
+		}
+	}
+	ctx, span := r.tracer.Start(ctx, "weir.outbox.publish", trace.WithSpanKind(trace.SpanKindProducer), trace.WithLinks(links...),
+		trace.WithAttributes(attribute.Int("weir.outbox.messages", len(msgs)), attribute.String("weir.outbox.relay", r.cfg.ID)))
+	err := r.cfg.Broker.Publish(ctx, msgs)
+	tracing.End(span, err)
+	return err
 }
 
 // Defaults of Config.
@@ -112,13 +141,18 @@ type Config struct {
 	// Clock and Logger. Defaults clock.Real and slog.Default().
 	Clock  clock.Clock
 	Logger *slog.Logger
+	// TracerProvider, when set, makes a span of each publish
+	// ("weir.outbox.publish"), linked to the spans that added its
+	// messages. Default none: no spans.
+	TracerProvider trace.TracerProvider
 }
 
 // Relay publishes the outbox's messages.
 type Relay struct {
-	cfg Config
-	ex  store.Executor
-	log *slog.Logger
+	cfg    Config
+	ex     store.Executor
+	log    *slog.Logger
+	tracer trace.Tracer
 }
 
 // New returns a Relay, or an error naming the bad field.
@@ -170,7 +204,7 @@ func New(cfg Config) (*Relay, error) {
 		cfg.Breaker = br
 	}
 	cfg.Backoff = cfg.Backoff.Normalized()
-	return &Relay{cfg: cfg, ex: cfg.Store.Executor(), log: cfg.Logger.With("relay", cfg.ID)}, nil
+	return &Relay{cfg: cfg, ex: cfg.Store.Executor(), log: cfg.Logger.With("relay", cfg.ID), tracer: tracing.Tracer(cfg.TracerProvider)}, nil
 }
 
 // BrokerID is the id the relay gives the broker for outbox message id.
@@ -432,7 +466,7 @@ func (r *Relay) publish(ctx context.Context, msgs []*weirtype.OutboxMessage, tic
 			bm[i] = broker.Message{ID: r.BrokerID(m.ID), Topic: m.Topic, Key: m.Key, Body: m.Payload, Headers: m.Headers}
 		}
 		crashpoint.Hit(crashpoint.OutboxBeforePublish)
-		err := r.cfg.Broker.Publish(ctx, bm)
+		err := r.publishTraced(ctx, bm)
 		var pe *broker.PublishError
 		for i, m := range send {
 			var merr error

@@ -204,6 +204,9 @@ type Executor interface {
 	// PurgeOutbox deletes up to limit messages published before before,
 	// oldest first, and returns how many it deleted.
 	PurgeOutbox(ctx context.Context, before time.Time, limit int) (int, error)
+	// OutboxBacklog returns how many messages of the outbox are not
+	// published yet, and when the oldest of them was added.
+	OutboxBacklog(ctx context.Context) (OutboxBacklog, error)
 	// RecordInbox records, at now, that the message id of topic was
 	// handled, and reports whether this was the first time: false means a
 	// duplicate (the record exists), changing nothing. In the consumer's
@@ -229,6 +232,15 @@ type Executor interface {
 	AdvanceWorkflow(ctx context.Context, now time.Time, p AdvanceParams) (*weirtype.Workflow, error)
 	// ListWorkflows returns the workflows that match f, lowest id first.
 	ListWorkflows(ctx context.Context, f WorkflowFilter) ([]*weirtype.Workflow, error)
+	// ListWorkflowTransitions returns the history of the workflow id,
+	// oldest (lowest version) first: its creation (version 1, FromState
+	// empty) and each transition AdvanceWorkflow made, each written in
+	// the same transaction as the change it records, so the history never
+	// misses a committed change nor holds one rolled back. Up to limit
+	// entries after version afterVersion (limit 0: all). A workflow with
+	// no history (unknown, or older than the history itself: created and
+	// advanced by a weir that kept none) has an empty one.
+	ListWorkflowTransitions(ctx context.Context, id string, afterVersion int64, limit int) ([]*WorkflowTransition, error)
 
 	// BeginEffect records, at now, that the effect k is about to run and
 	// returns its record. When k was begun before, it returns that record
@@ -475,6 +487,32 @@ type WorkflowFilter struct {
 	// them (0: no limit).
 	AfterID string
 	Limit   int
+}
+
+// WorkflowTransition is one entry of a workflow's history: its creation,
+// or a transition AdvanceWorkflow made.
+type WorkflowTransition struct {
+	WorkflowID string
+	// Version is the workflow's version the entry made: 1 for its
+	// creation, one more for each transition.
+	Version int64
+	// FromState is the state it left; empty at creation.
+	FromState string
+	// State, Status and Error are the workflow's after the entry.
+	State  string
+	Status weirtype.WorkflowStatus
+	Error  string
+	// At is when it happened.
+	At time.Time
+}
+
+// OutboxBacklog is the outbox's unpublished messages.
+type OutboxBacklog struct {
+	// Pending is how many messages are not published yet.
+	Pending int
+	// OldestCreatedAt is when the oldest of them was added; zero when
+	// there are none.
+	OldestCreatedAt time.Time
 }
 
 // EffectKey identifies a side effect in the ledger.

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -22,7 +23,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/weirhq/weir/admin"
 	"github.com/weirhq/weir/api"
+	"github.com/weirhq/weir/metrics"
 	"github.com/weirhq/weir/outbox"
 	"github.com/weirhq/weir/pipeline"
 )
@@ -39,9 +42,13 @@ func setupRun(fs *flag.FlagSet) runFunc {
 	listen := fs.String("listen", "127.0.0.1:8080", "`address` of the HTTP API, health checks and /metrics")
 	brokerSpec := fs.String("broker", "", "publish an event per saved or failed document through the outbox to this `broker`: embedded (NATS in <data>/nats), nats://… or amqp://…; empty: no events")
 	topic := fs.String("events-topic", "weir.documents", "the broker `topic` of the events")
+	adminToken := fs.String("admin-token", "", "bearer `token` the admin API (/api/admin/) requires; required when -listen is not a loopback address (prefer WEIR_ADMIN_TOKEN: a flag shows in ps)")
 	return func(s streams, args []string) error {
 		if len(args) > 0 {
 			return usageError{fmt.Sprintf("unexpected argument %q", args[0])}
+		}
+		if *adminToken == "" && !loopback(*listen) {
+			return usageError{fmt.Sprintf("-listen %s is not a loopback address, and the admin API would be open to the network: set -admin-token (or WEIR_ADMIN_TOKEN), or listen on 127.0.0.1 or localhost", *listen)}
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
@@ -61,6 +68,9 @@ func setupRun(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		defer svc.close()
+		if err := reg.Register(metrics.NewBreakerCollector(svc.breakers...)); err != nil {
+			return fmt.Errorf("register the breaker metrics: %w", err)
+		}
 		if *brokerSpec != "" {
 			b, err := openBroker(ctx, *brokerSpec, f.store.data, logger)
 			if err != nil {
@@ -78,7 +88,7 @@ func setupRun(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return fmt.Errorf("-listen: %w", err)
 		}
-		h, err := api.New(api.Config{Service: svc, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Logger: logger})
+		h, err := runHandler(svc, *adminToken, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), logger)
 		if err != nil {
 			return err
 		}
@@ -117,6 +127,33 @@ func setupRun(fs *flag.FlagSet) runFunc {
 		}
 		return serveErr
 	}
+}
+
+// runHandler is weir run's HTTP handler: the service's API, with the
+// admin API under /api/admin/, behind token when it is set.
+func runHandler(svc *service, token string, metrics http.Handler, logger *slog.Logger) (http.Handler, error) {
+	adm, err := admin.New(admin.Config{Store: svc.DB().Store.Executor(), Token: token, Breakers: svc.breakers,
+		Reindex: svc, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	return api.New(api.Config{Service: svc, Metrics: metrics, Admin: adm, Logger: logger})
+}
+
+// loopback reports whether the -listen address addr binds to a loopback
+// interface only: a loopback IP, or the name localhost. An empty host
+// (":8080") binds to every interface; any other name is not trusted to
+// resolve to loopback.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // setupIngest declares "weir ingest".

@@ -18,6 +18,7 @@ import (
 	"github.com/weirhq/weir/internal/appdb"
 	"github.com/weirhq/weir/metrics"
 	"github.com/weirhq/weir/pipeline"
+	"github.com/weirhq/weir/resilience/breaker"
 	"github.com/weirhq/weir/search/fts"
 )
 
@@ -81,7 +82,10 @@ func (f storeFlags) appDB(ctx context.Context, create bool) (*appdb.DB, error) {
 // service is an opened service and what closes it.
 type service struct {
 	*pipeline.Service
-	close func()
+	// breakers are the service's circuit breakers, for the admin API:
+	// the LLM extractor's, with -llm-url.
+	breakers []*breaker.Breaker
+	close    func()
 }
 
 // open opens the database, the index and the extractor, and makes the
@@ -110,6 +114,7 @@ func (f *serviceFlags) open(ctx context.Context, create bool, logger *slog.Logge
 	}
 	var ex pipeline.Extractor = extract.NewLocal()
 	name := "local"
+	var breakers []*breaker.Breaker
 	if f.llmURL != "" {
 		llm, err := extract.NewLLM(extract.LLMConfig{URL: f.llmURL, Model: f.llmModel, APIKey: f.llmKey, Logger: logger})
 		if err != nil {
@@ -117,6 +122,7 @@ func (f *serviceFlags) open(ctx context.Context, create bool, logger *slog.Logge
 			return nil, usageError{fmt.Sprintf("-llm-url: %v", err)}
 		}
 		ex, name = llm, "llm"
+		breakers = append(breakers, llm.Breaker())
 	}
 	var m *metrics.Metrics
 	if reg != nil {
@@ -136,7 +142,7 @@ func (f *serviceFlags) open(ctx context.Context, create bool, logger *slog.Logge
 		closeAll()
 		return nil, err
 	}
-	return &service{Service: svc, close: closeAll}, nil
+	return &service{Service: svc, breakers: breakers, close: closeAll}, nil
 }
 
 // openBroker opens the broker -broker names: "embedded" for a NATS

@@ -20,6 +20,7 @@ import (
 type messagingQueries struct {
 	addOutbox, lockOutbox, claimOutbox, markPublished, retryOutbox, releaseOutbox, purgeOutbox string
 	recordInbox, purgeInbox                                                                    string
+	outboxBacklog                                                                              string
 }
 
 // outboxColumns are the columns scanOutbox reads, in its order.
@@ -44,6 +45,8 @@ func newMessagingQueries(schema string) messagingQueries {
 	outbox := schema + `.weir_outbox`
 	inbox := schema + `.weir_inbox`
 	return messagingQueries{
+		// weir_outbox_pending indexes exactly these rows.
+		outboxBacklog: `SELECT count(*), min(created_at) FROM ` + outbox + ` WHERE published_at IS NULL`,
 		// The messages come as arrays of one length; the identity is drawn
 		// in the order of the SELECT, which is the order of the messages.
 		addOutbox: `INSERT INTO ` + outbox + ` (topic, key, payload, headers, created_at, next_attempt_at)
@@ -295,6 +298,25 @@ func (e executor) PurgeOutbox(ctx context.Context, before time.Time, limit int) 
 		return 0, invalid(op, "limit %d is less than 1", limit)
 	}
 	return e.execCount(ctx, op, e.s.sql.purgeOutbox, microCeil(before), limit)
+}
+
+// OutboxBacklog counts the unpublished messages and finds the oldest, in
+// one statement; see store.Executor.
+func (e executor) OutboxBacklog(ctx context.Context) (store.OutboxBacklog, error) {
+	var (
+		b      store.OutboxBacklog
+		oldest pgtype.Timestamptz
+	)
+	err := e.run(ctx, func(q querier) error {
+		return q.QueryRow(ctx, e.s.sql.outboxBacklog).Scan(&b.Pending, &oldest)
+	})
+	if err != nil {
+		return store.OutboxBacklog{}, dbError("outbox backlog", err)
+	}
+	if oldest.Valid {
+		b.OldestCreatedAt = oldest.Time.UTC()
+	}
+	return b, nil
 }
 
 // RecordInbox records that the message id of topic was handled, in one

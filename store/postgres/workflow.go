@@ -19,8 +19,13 @@ import (
 // effect ledger.
 type workflowQueries struct {
 	createWorkflow, getWorkflow, advanceWorkflow, workflowVersion   string
+	listTransitions                                                 string
 	beginEffect, getEffect, finishEffect, listEffects, countEffects string
 }
+
+// transitionColumns are the columns of weir_workflow_transitions that
+// scanTransition reads, in its order.
+const transitionColumns = `workflow_id, version, from_state, state, status, error, at`
 
 // workflowColumns are the columns scanWorkflow reads, in its order.
 const workflowColumns = `id, name, state, status, data, version, error, created_at, updated_at`
@@ -35,27 +40,51 @@ const effectKey = `txn = $1 AND series = $2 AND ordinal = $3`
 func newWorkflowQueries(schema string) workflowQueries {
 	workflows := schema + `.weir_workflows`
 	effects := schema + `.weir_effects`
+	transitions := schema + `.weir_workflow_transitions`
 	return workflowQueries{
 		// Returns the row only when it inserted it. A workflow of the id
 		// that a transaction not yet committed inserted makes this one
 		// wait, then find it (nothing returned) or, if that transaction
-		// rolled back, insert.
-		createWorkflow: `INSERT INTO ` + workflows + ` (id, name, state, status, data, version, error, created_at, updated_at)
+		// rolled back, insert. The history's first entry is written by
+		// the same statement, exactly when the row is.
+		createWorkflow: `WITH made AS (
+INSERT INTO ` + workflows + ` (id, name, state, status, data, version, error, created_at, updated_at)
 VALUES ($1, $2, $3, 'running', coalesce($4::bytea, ''::bytea), 1, '', $5::timestamptz, $5::timestamptz)
 ON CONFLICT (id) DO NOTHING
-RETURNING ` + workflowColumns,
+RETURNING ` + workflowColumns + `
+), logged AS (
+INSERT INTO ` + transitions + ` (` + transitionColumns + `)
+SELECT id, version, '', state, status, error, created_at FROM made
+)
+SELECT ` + workflowColumns + ` FROM made`,
 		getWorkflow: `SELECT ` + workflowColumns + ` FROM ` + workflows + ` WHERE id = $1`,
-		// A transition that a concurrent one beat waits for its row lock,
-		// then finds the version moved on, and updates nothing.
-		advanceWorkflow: `UPDATE ` + workflows + ` SET
+		// A transition that a concurrent one beat waits for its row lock
+		// (taken by old's FOR UPDATE), then finds the version moved on,
+		// and updates nothing. old reads the state the transition leaves,
+		// for the history entry, which the same statement writes exactly
+		// when the update moves the workflow on.
+		advanceWorkflow: `WITH old AS (
+SELECT id, state FROM ` + workflows + `
+WHERE id = $1 AND version = $2 AND status = 'running'
+FOR UPDATE
+), moved AS (
+UPDATE ` + workflows + ` w SET
 	state = $3,
 	status = $4,
 	data = coalesce($5::bytea, ''::bytea),
 	error = $6,
-	version = version + 1,
+	version = w.version + 1,
 	updated_at = $7::timestamptz
-WHERE id = $1 AND version = $2 AND status = 'running'
-RETURNING ` + workflowColumns,
+FROM old
+WHERE w.id = old.id AND w.version = $2 AND w.status = 'running'
+RETURNING w.id, w.name, w.state, w.status, w.data, w.version, w.error, w.created_at, w.updated_at, old.state AS from_state
+), logged AS (
+INSERT INTO ` + transitions + ` (` + transitionColumns + `)
+SELECT id, version, from_state, state, status, error, updated_at FROM moved
+)
+SELECT ` + workflowColumns + ` FROM moved`,
+		listTransitions: `SELECT ` + transitionColumns + ` FROM ` + transitions + `
+WHERE workflow_id = $1 AND version > $2 ORDER BY version LIMIT $3`,
 		// Says why a transition updated nothing.
 		workflowVersion: `SELECT status, version FROM ` + workflows + ` WHERE id = $1`,
 		// Inserts the effect, or, on a conflict with one not finished,
@@ -256,6 +285,44 @@ func (e executor) ListWorkflows(ctx context.Context, f store.WorkflowFilter) ([]
 		add("id > $?", f.AfterID)
 	}
 	return listPage(ctx, e, op, `SELECT `+workflowColumns+` FROM `+e.s.sql.schema+`.weir_workflows`, conds, args, f.Limit, scanWorkflow)
+}
+
+// ListWorkflowTransitions returns the history of the workflow id, by
+// version; see store.Executor.
+func (e executor) ListWorkflowTransitions(ctx context.Context, id string, afterVersion int64, limit int) ([]*store.WorkflowTransition, error) {
+	const op = "list workflow transitions"
+	switch {
+	case limit < 0:
+		return nil, invalid(op, "limit %d is negative", limit)
+	case afterVersion < 0:
+		return nil, invalid(op, "after version %d is negative", afterVersion)
+	}
+	var lim any // NULL: no limit
+	if limit > 0 {
+		lim = limit
+	}
+	var out []*store.WorkflowTransition
+	err := e.run(ctx, func(q querier) (err error) {
+		out, err = queryAll(ctx, q, e.s.sql.listTransitions, []any{id, afterVersion, lim}, scanTransition)
+		return err
+	})
+	if err != nil {
+		return nil, dbError(fmt.Sprintf("%s %q", op, id), err)
+	}
+	return out, nil
+}
+
+// scanTransition reads a row of transitionColumns.
+func scanTransition(row pgx.Row) (*store.WorkflowTransition, error) {
+	var (
+		t      store.WorkflowTransition
+		status string
+	)
+	if err := row.Scan(&t.WorkflowID, &t.Version, &t.FromState, &t.State, &status, &t.Error, &t.At); err != nil {
+		return nil, err
+	}
+	t.Status, t.At = weirtype.WorkflowStatus(status), t.At.UTC()
+	return &t, nil
 }
 
 // listPage runs selectFrom with the conditions conds on args, in id order,

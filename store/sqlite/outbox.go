@@ -123,3 +123,18 @@ func scanOutbox(row scanner) (*weirtype.OutboxMessage, error) {
 	m.CreatedAt, m.PublishedAt, m.NextAttemptAt = decodeTime(r.created), decodeTime(r.published), decodeTime(r.next)
 	return m, nil
 }
+
+// OutboxBacklog counts the pending messages (weir_outbox_pending's) and
+// finds the oldest; see store.Executor.
+func (e executor) OutboxBacklog(ctx context.Context) (store.OutboxBacklog, error) {
+	var (
+		b      store.OutboxBacklog
+		oldest sql.NullInt64
+	)
+	err := e.reader().QueryRowContext(ctx, `SELECT count(*), min(created_at) FROM weir_outbox o WHERE `+pendingAt("o", watermark)).Scan(&b.Pending, &oldest)
+	if err != nil {
+		return store.OutboxBacklog{}, fmt.Errorf("outbox backlog: %w", err)
+	}
+	b.OldestCreatedAt = decodeTime(oldest)
+	return b, nil
+}

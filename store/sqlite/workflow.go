@@ -49,6 +49,12 @@ func (e executor) CreateWorkflow(ctx context.Context, now time.Time, p store.Wor
 			return err
 		}
 		created = n == 1
+		if created {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO weir_workflow_transitions (workflow_id, version, from_state, state, status, error, at)
+				VALUES (?1, 1, '', ?2, 'running', '', ?3)`, p.ID, p.State, encodeTime(now)); err != nil {
+				return fmt.Errorf("record the creation: %w", err)
+			}
+		}
 		wf, err = scanWorkflow(tx.QueryRowContext(ctx, `SELECT `+workflowColumns+` FROM weir_workflows WHERE id = ?1`, p.ID))
 		return err
 	})
@@ -92,6 +98,15 @@ func (e executor) AdvanceWorkflow(ctx context.Context, now time.Time, p store.Ad
 	}
 	var wf *weirtype.Workflow
 	err := e.write(ctx, func(tx *sql.Tx) error {
+		// The history entry first, under the update's own condition: in
+		// the one write transaction, it is written exactly when the
+		// update below moves the workflow on, and it still reads the
+		// state the workflow leaves.
+		if _, err := tx.ExecContext(ctx, `INSERT INTO weir_workflow_transitions (workflow_id, version, from_state, state, status, error, at)
+			SELECT id, version + 1, state, ?3, ?4, ?5, ?6 FROM weir_workflows WHERE id = ?1 AND version = ?2 AND status = 'running'`,
+			p.ID, p.Version, p.State, string(p.Status), p.Error, encodeTime(now)); err != nil {
+			return fmt.Errorf("record the transition: %w", err)
+		}
 		var err error
 		wf, err = scanWorkflow(tx.QueryRowContext(ctx, `UPDATE weir_workflows
 			SET state = ?3, status = ?4, data = ?5, error = ?6, version = version + 1, updated_at = ?7
@@ -161,6 +176,40 @@ func (e executor) ListWorkflows(ctx context.Context, f store.WorkflowFilter) ([]
 		return nil, fmt.Errorf("list workflows: %w", err)
 	}
 	return wfs, nil
+}
+
+// ListWorkflowTransitions returns the history of the workflow id, by
+// version; see store.Executor.
+func (e executor) ListWorkflowTransitions(ctx context.Context, id string, afterVersion int64, limit int) ([]*store.WorkflowTransition, error) {
+	switch {
+	case limit < 0:
+		return nil, fmt.Errorf("list workflow transitions: %w: limit %d is negative", store.ErrInvalid, limit)
+	case afterVersion < 0:
+		return nil, fmt.Errorf("list workflow transitions: %w: after version %d is negative", store.ErrInvalid, afterVersion)
+	}
+	q := `SELECT workflow_id, version, from_state, state, status, error, at FROM weir_workflow_transitions
+		WHERE workflow_id = ?1 AND version > ?2 ORDER BY version`
+	args := []any{id, afterVersion}
+	if limit > 0 {
+		q += ` LIMIT ?3`
+		args = append(args, limit)
+	}
+	ts, err := queryAll(ctx, e.reader(), q, args, func(row scanner) (*store.WorkflowTransition, error) {
+		var (
+			t      store.WorkflowTransition
+			status string
+			at     sql.NullInt64
+		)
+		if err := row.Scan(&t.WorkflowID, &t.Version, &t.FromState, &t.State, &status, &t.Error, &at); err != nil {
+			return nil, err
+		}
+		t.Status, t.At = weirtype.WorkflowStatus(status), decodeTime(at)
+		return &t, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list workflow transitions %s: %w", id, err)
+	}
+	return ts, nil
 }
 
 // scanWorkflow reads one row of workflowColumns. It returns

@@ -1,0 +1,249 @@
+package admin
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/pipeline"
+	"github.com/weirhq/weir/resilience/breaker"
+	"github.com/weirhq/weir/store"
+)
+
+// Prefix is the path under which the handler serves.
+const Prefix = "/api/admin/"
+
+// Limits of lists and bulk operations.
+const (
+	DefaultLimit = 50
+	MaxLimit     = 500
+	// MaxBulkIDs is the most ids one bulk request may name.
+	MaxBulkIDs = 500
+	// DefaultMaxBodyBytes bounds a request body: 1 MiB.
+	DefaultMaxBodyBytes = 1 << 20
+)
+
+// Reindexer starts reconciliations of the search index and reports their
+// progress: the ingestion service (pipeline.Service).
+type Reindexer interface {
+	StartReindex(ctx context.Context, trigger string) (pipeline.ReindexStarted, error)
+	ReindexRuns(ctx context.Context, limit int) ([]pipeline.ReindexRun, error)
+}
+
+// Config configures the handler.
+type Config struct {
+	// Store is read and written. Required.
+	Store store.Executor
+	// Token, when set, is the bearer token every request must carry.
+	// Default empty: no authentication (serve on a loopback address
+	// only).
+	Token string
+	// Breakers are shown, opened and closed by name. Default: none. Two
+	// with one name are an error.
+	Breakers []*breaker.Breaker
+	// Reindex serves /api/admin/reindex. Default nil: those paths are 404.
+	Reindex Reindexer
+	// Clock dates requeues, retries and cancellations, and measures ages.
+	// Default the real clock.
+	Clock clock.Clock
+	// Logger receives the errors of requests that failed on the server's
+	// side. Default slog.Default().
+	Logger *slog.Logger
+	// MaxBodyBytes bounds a request body, in bytes. Default 1 MiB
+	// (DefaultMaxBodyBytes); negative is an error.
+	MaxBodyBytes int64
+}
+
+// New returns the admin API's handler, or an error naming a bad field of
+// cfg.
+func New(cfg Config) (http.Handler, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("admin: Config.Store is required")
+	}
+	if cfg.MaxBodyBytes < 0 {
+		return nil, fmt.Errorf("admin: Config.MaxBodyBytes %d is negative", cfg.MaxBodyBytes)
+	}
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	h := &handler{ex: cfg.Store, clock: clock.Or(cfg.Clock), log: cfg.Logger, maxBody: cfg.MaxBodyBytes,
+		reindex: cfg.Reindex, breakers: map[string]*breaker.Breaker{}}
+	for i, b := range cfg.Breakers {
+		if b == nil {
+			return nil, fmt.Errorf("admin: Config.Breakers[%d] is nil", i)
+		}
+		if _, dup := h.breakers[b.Name()]; dup {
+			return nil, fmt.Errorf("admin: two breakers are named %q", b.Name())
+		}
+		h.breakers[b.Name()] = b
+		h.breakerNames = append(h.breakerNames, b.Name())
+	}
+	slices.Sort(h.breakerNames)
+
+	mux := http.NewServeMux()
+	routes := map[string]http.HandlerFunc{
+		"GET /api/admin/jobs":              h.listJobs,
+		"GET /api/admin/jobs/{id}":         h.getJob,
+		"POST /api/admin/jobs/{id}/retry":  h.jobOp(opRetry),
+		"POST /api/admin/jobs/{id}/cancel": h.jobOp(opCancel),
+		"POST /api/admin/jobs/retry":       h.bulkJobOp(opRetry),
+		"POST /api/admin/jobs/cancel":      h.bulkJobOp(opCancel),
+
+		"GET /api/admin/dead-letters":          h.listDeadLetters,
+		"GET /api/admin/dead-letters/{id}":     h.getDeadLetter,
+		"GET /api/admin/dead-letters/export":   h.exportDeadLetters,
+		"POST /api/admin/dead-letters/requeue": h.requeueDeadLetters,
+		"POST /api/admin/dead-letters/purge":   h.purgeDeadLetters,
+
+		"GET /api/admin/breakers":               h.listBreakers,
+		"GET /api/admin/breakers/{name}":        h.getBreaker,
+		"POST /api/admin/breakers/{name}/open":  h.breakerOp(true),
+		"POST /api/admin/breakers/{name}/close": h.breakerOp(false),
+
+		"GET /api/admin/workflows":            h.listWorkflows,
+		"GET /api/admin/workflows/{workflow}": h.getWorkflow,
+
+		"GET /api/admin/outbox": h.outbox,
+		"GET /api/admin/stuck":  h.stuck,
+	}
+	if cfg.Reindex != nil {
+		routes["POST /api/admin/reindex"] = h.startReindex
+		routes["GET /api/admin/reindex"] = h.reindexRuns
+	}
+	for pattern, fn := range routes {
+		mux.Handle(pattern, fn)
+	}
+	// What no route takes: 405 when the path is served with another
+	// method, 404 otherwise. Probing the mux, rather than registering a
+	// method-less pattern per path, keeps patterns such as
+	// "GET /jobs/{id}" and "POST /jobs/retry" from conflicting.
+	const catchAll = Prefix
+	mux.HandleFunc(catchAll, func(w http.ResponseWriter, r *http.Request) {
+		var allow []string
+		for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost} {
+			probe := r.Clone(r.Context())
+			probe.Method = m
+			if _, pattern := mux.Handler(probe); pattern != catchAll && pattern != "" && !(strings.HasSuffix(pattern, "/{id}") && !numericLast(r.URL.Path)) {
+				allow = append(allow, m)
+			}
+		}
+		if len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s: use %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+			return
+		}
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))
+	})
+	return authenticate(cfg.Token, mux), nil
+}
+
+// numericLast reports whether the last segment of path is a positive id:
+// a path such as /jobs/retry, which "GET /jobs/{id}" matches too, is not
+// the path of a job, and GET is not among its methods.
+func numericLast(path string) bool {
+	_, err := parseID(path[strings.LastIndex(path, "/")+1:])
+	return err == nil
+}
+
+// authenticate lets through the requests that carry token as a bearer
+// token, and answers 401 to the others; an empty token lets all through.
+func authenticate(token string, next http.Handler) http.Handler {
+	if token == "" {
+		return next
+	}
+	want := sha256.Sum256([]byte(token))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !tokenOK(r.Header.Get("Authorization"), want) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="weir admin"`)
+			writeError(w, http.StatusUnauthorized, "missing or wrong admin token: send Authorization: Bearer <token> (WEIR_ADMIN_TOKEN)")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// tokenOK reports whether the Authorization header carries the bearer
+// token whose SHA-256 digest is want. It compares digests in constant
+// time, so that the time taken says nothing of how much of the token, or
+// of its length, a guess got right.
+func tokenOK(header string, want [sha256.Size]byte) bool {
+	scheme, got, found := strings.Cut(header, " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
+	return subtle.ConstantTimeCompare(sum[:], want[:]) == 1
+}
+
+type handler struct {
+	ex           store.Executor
+	clock        clock.Clock
+	log          *slog.Logger
+	maxBody      int64
+	reindex      Reindexer
+	breakers     map[string]*breaker.Breaker
+	breakerNames []string
+}
+
+// badRequest is an error the client made: its message is answered with
+// its status.
+type badRequest struct {
+	status int
+	msg    string
+}
+
+func (e *badRequest) Error() string { return e.msg }
+
+// bad returns a 400 badRequest.
+func bad(format string, args ...any) error {
+	return &badRequest{status: http.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
+}
+
+// fail answers err: a badRequest with its status; a store error by its
+// sentinel (ErrInvalid 400, ErrNotFound 404, ErrConflict and ErrFinal
+// 409); anything else 500, logged, its text kept from the client.
+func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var br *badRequest
+	switch {
+	case errors.As(err, &br):
+		writeError(w, br.status, br.msg)
+	case errors.Is(err, store.ErrInvalid):
+		writeError(w, http.StatusBadRequest, err.Error())
+	case errors.Is(err, store.ErrNotFound):
+		writeError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrFinal):
+		writeError(w, http.StatusConflict, err.Error())
+	default:
+		h.log.Error("admin request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeError(w, http.StatusInternalServerError, "internal error")
+	}
+}
+
+// now is the handler's clock's time.
+func (h *handler) now() time.Time { return h.clock.Now() }
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // payloads read as sent; the type is JSON, never HTML
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}

@@ -1,0 +1,327 @@
+package admin
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/weirtype"
+)
+
+// maxParamLen bounds a text parameter (a kind, a queue, a name), in bytes.
+const maxParamLen = 200
+
+// query reads a request's query parameters: each known name at most once
+// (but those that list), none unknown.
+type query struct {
+	v   url.Values
+	err error
+}
+
+// parseQuery reads r's query, allowing the names in known; a name that
+// may repeat ends with "*". An unknown name, a repeated one, or a query
+// that does not parse is an error.
+func parseQuery(r *http.Request, known ...string) (*query, error) {
+	v, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, bad("bad query string: %v", err)
+	}
+	names := make([]string, 0, len(v))
+	for name := range v {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		switch {
+		case slices.Contains(known, name+"*"):
+		case slices.Contains(known, name):
+			if len(v[name]) > 1 {
+				return nil, bad("parameter %q given %d times: give it once", name, len(v[name]))
+			}
+		default:
+			plain := make([]string, len(known))
+			for i, k := range known {
+				plain[i] = strings.TrimSuffix(k, "*")
+			}
+			return nil, bad("unknown parameter %s (known: %s)", clip(name), strings.Join(plain, ", "))
+		}
+	}
+	return &query{v: v}, nil
+}
+
+// clip shortens s for an error message.
+func clip(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// text returns the parameter's value: at most maxParamLen bytes of valid
+// UTF-8 without NUL.
+func (q *query) text(name string) string {
+	s := q.v.Get(name)
+	q.checkText(name, s)
+	return s
+}
+
+// texts returns the values of a parameter that may repeat, each checked
+// as text does.
+func (q *query) texts(name string) []string {
+	for _, s := range q.v[name] {
+		q.checkText(name, s)
+	}
+	return q.v[name]
+}
+
+func (q *query) checkText(name, s string) {
+	if q.err != nil {
+		return
+	}
+	switch {
+	case len(s) > maxParamLen:
+		q.err = bad("%s is %d bytes long, at most %d", name, len(s), maxParamLen)
+	case !utf8.ValidString(s) || strings.ContainsRune(s, 0):
+		q.err = bad("%s %s is not valid text", name, clip(s))
+	}
+}
+
+// limit returns the limit parameter: DefaultLimit when absent, 1 to
+// MaxLimit otherwise.
+func (q *query) limit() int {
+	s := q.v.Get("limit")
+	if s == "" || q.err != nil {
+		return DefaultLimit
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > MaxLimit {
+		q.err = bad("limit %s: want a whole number from 1 to %d", clip(s), MaxLimit)
+	}
+	return n
+}
+
+// id returns the parameter as a positive id, 0 when absent.
+func (q *query) id(name string) int64 {
+	s := q.v.Get(name)
+	if s == "" || q.err != nil {
+		return 0
+	}
+	n, err := parseID(s)
+	if err != nil {
+		q.err = bad("%s %s: want a positive whole number (a cursor from next_%s)", name, clip(s), name)
+	}
+	return n
+}
+
+// time returns the parameter as a time, zero when absent: an RFC 3339
+// time, or an age before now (a Go duration such as 72h).
+func (q *query) time(name string, now time.Time) time.Time {
+	s := q.v.Get(name)
+	if s == "" || q.err != nil {
+		return time.Time{}
+	}
+	t, err := parseTime(s, now)
+	if err != nil {
+		q.err = bad("%s %s: %v", name, clip(s), err)
+	}
+	return t
+}
+
+// duration returns the parameter as a positive duration, def when absent.
+func (q *query) duration(name string, def time.Duration) time.Duration {
+	s := q.v.Get(name)
+	if s == "" || q.err != nil {
+		return def
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		q.err = bad("%s %s: want a positive duration such as 10m or 2h", name, clip(s))
+		return def
+	}
+	return d
+}
+
+// parseID reads a positive decimal id.
+func parseID(s string) (int64, error) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 1 {
+		return 0, errors.New("not a positive whole number")
+	}
+	return n, nil
+}
+
+// maxAge bounds an age parameter, so that now minus it stays a time the
+// stores keep: about 100 years.
+const maxAge = 100 * 365 * 24 * time.Hour
+
+// parseTime reads an RFC 3339 time, or an age before now.
+func parseTime(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 || d > maxAge {
+			return time.Time{}, fmt.Errorf("an age must be from 0 to %v", maxAge)
+		}
+		return now.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, errors.New("want an RFC 3339 time such as 2026-01-21T15:30:00Z, or an age such as 72h")
+	}
+	return t, nil
+}
+
+// states reads the state parameter: repeated, or comma-separated.
+func (q *query) states() []weirtype.State {
+	var out []weirtype.State
+	for _, v := range q.v["state"] {
+		for s := range strings.SplitSeq(v, ",") {
+			st := weirtype.State(strings.TrimSpace(s))
+			if q.err != nil {
+				return nil
+			}
+			if !st.Valid() {
+				q.err = bad("state %s is unknown: want one of %v", clip(string(st)), weirtype.States())
+				return nil
+			}
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// reasons are the abandon reasons a filter may name.
+var reasons = []weirtype.AbandonReason{weirtype.AbandonMaxAttempts, weirtype.AbandonTTL, weirtype.AbandonPermanent, weirtype.AbandonDeadline}
+
+// checkReason returns an error unless r is empty or a known reason.
+func checkReason(r weirtype.AbandonReason) error {
+	if r != "" && !slices.Contains(reasons, r) {
+		return bad("reason %s is unknown: want one of %v", clip(string(r)), reasons)
+	}
+	return nil
+}
+
+// deadLetterFilter reads the filter parameters of the dead letters: kind,
+// queue, reason, failed_before, failed_after.
+func (q *query) deadLetterFilter(now time.Time) store.DeadLetterFilter {
+	f := store.DeadLetterFilter{
+		Kind:         q.text("kind"),
+		Queue:        q.text("queue"),
+		Reason:       weirtype.AbandonReason(q.text("reason")),
+		FailedBefore: q.time("failed_before", now),
+		FailedAfter:  q.time("failed_after", now),
+	}
+	if q.err == nil {
+		q.err = checkReason(f.Reason)
+	}
+	return f
+}
+
+// deadLetterParams are the names deadLetterFilter reads.
+var deadLetterParams = []string{"kind", "queue", "reason", "failed_before", "failed_after"}
+
+// FilterBody is the filter of a bulk dead-letter request's body; zero
+// fields match everything.
+type FilterBody struct {
+	Kind   string `json:"kind"`
+	Queue  string `json:"queue"`
+	Reason string `json:"reason"`
+	// FailedBefore and FailedAfter are RFC 3339 times or ages (72h).
+	FailedBefore string `json:"failed_before"`
+	FailedAfter  string `json:"failed_after"`
+}
+
+// filter returns the store's filter of b.
+func (b FilterBody) filter(now time.Time) (store.DeadLetterFilter, error) {
+	v := url.Values{}
+	for name, s := range map[string]string{"kind": b.Kind, "queue": b.Queue, "reason": b.Reason, "failed_before": b.FailedBefore, "failed_after": b.FailedAfter} {
+		if s != "" {
+			v.Set(name, s)
+		}
+	}
+	q := &query{v: v}
+	f := q.deadLetterFilter(now)
+	if q.err != nil {
+		return store.DeadLetterFilter{}, fmt.Errorf("filter: %w", q.err)
+	}
+	return f, nil
+}
+
+// decodeBody reads r's JSON body, at most max bytes, into v: one object,
+// with no unknown field.
+func decodeBody(w http.ResponseWriter, r *http.Request, max int64, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || mt != "application/json" {
+			return &badRequest{status: http.StatusUnsupportedMediaType, msg: fmt.Sprintf("content type %s: send application/json", clip(ct))}
+		}
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, max))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		// One value only: anything after it but space is an error.
+		if _, err2 := dec.Token(); err2 != io.EOF {
+			err = errors.New("more than one JSON value")
+			var mbe *http.MaxBytesError
+			if errors.As(err2, &mbe) {
+				err = err2
+			}
+		}
+	}
+	var mbe *http.MaxBytesError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &mbe):
+		return &badRequest{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("request body over %d bytes", mbe.Limit)}
+	case errors.Is(err, io.EOF):
+		return bad("empty request body: want a JSON object")
+	default:
+		return bad("bad JSON body: %v", err)
+	}
+}
+
+// idsBody is the body of a bulk operation by id.
+type idsBody struct {
+	IDs []int64 `json:"ids"`
+}
+
+// checkIDs returns ids each once, in their order, or an error when there
+// are none, too many, or one is not positive.
+func checkIDs(ids []int64) ([]int64, error) {
+	if len(ids) == 0 {
+		return nil, bad(`no ids: want {"ids": [1, 2, ...]}`)
+	}
+	if len(ids) > MaxBulkIDs {
+		return nil, bad("%d ids: at most %d at a time", len(ids), MaxBulkIDs)
+	}
+	out := make([]int64, 0, len(ids))
+	for _, id := range ids {
+		if id < 1 {
+			return nil, bad("id %d is not positive", id)
+		}
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// pathID reads the path's {id} as a positive id.
+func pathID(r *http.Request, what string) (int64, error) {
+	s := r.PathValue("id")
+	id, err := parseID(s)
+	if err != nil {
+		return 0, bad("%s id %s: want a positive whole number", what, clip(s))
+	}
+	return id, nil
+}

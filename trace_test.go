@@ -1,0 +1,79 @@
+package weir_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/resilience/backoff"
+	"github.com/weirhq/weir/weirtype"
+)
+
+// With a TracerProvider each attempt is a span: the failed one marked as
+// an error, the next one not, each with the job's id, kind and attempt.
+func TestEachAttemptIsASpan(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	s := openSQLite(t)
+	ws := weir.NewWorkers()
+	var calls atomic.Int32
+	err := weir.AddWorker(ws, weir.WorkFunc(func(ctx context.Context, j *weir.Job[task]) error {
+		if calls.Add(1) == 1 {
+			return errors.New("first attempt fails")
+		}
+		return nil
+	}), weir.KindConfig{Backoff: backoff.Constant(10 * time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := weir.NewClient(weir.Config{Store: s, Workers: ws, PollEvery: 10 * time.Millisecond, Logger: testLogger(), TracerProvider: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	res, err := c.Insert(ctx, task{Name: "traced"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop(ctx)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		j, err := s.Executor().GetJob(ctx, res.Job.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.State == weirtype.StateCompleted && len(rec.Ended()) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s, %d spans ended", j.State, len(rec.Ended()))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	spans := rec.Ended()
+	for i, sp := range spans {
+		attrs := map[attribute.Key]attribute.Value{}
+		for _, kv := range sp.Attributes() {
+			attrs[kv.Key] = kv.Value
+		}
+		if sp.Name() != "weir.job task" || attrs["weir.job.id"].AsInt64() != res.Job.ID || attrs["weir.job.attempt"].AsInt64() != int64(i+1) || attrs["weir.job.kind"].AsString() != "task" {
+			t.Fatalf("span %d: %s %v", i, sp.Name(), attrs)
+		}
+		wantErr := i == 0
+		if got := sp.Status().Code == codes.Error; got != wantErr {
+			t.Fatalf("span %d (attempt %d): error status %v, want %v", i, i+1, got, wantErr)
+		}
+	}
+}
