@@ -112,7 +112,7 @@ func TestIngestKillRestartReindex(t *testing.T) {
 	}
 	// Each poison file in failed/ with its error.json.
 	for _, p := range want.poison {
-		dir := filepath.Join(data, "failed", "corpus", filepath.Base(p))
+		dir := filepath.Join(data, "failed", "corpus", filepath.FromSlash(p))
 		var ef struct {
 			JobID     int64     `json:"jobId"`
 			Path      string    `json:"path"`

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -132,7 +131,7 @@ func (s *Service) writeFailure(ctx context.Context, dl *weirtype.DeadLetter) err
 		}
 	} else {
 		src := filepath.Join(s.cfg.DataDir, IncomingDir, filepath.FromSlash(relPath))
-		if err := os.Rename(src, filepath.Join(dir, path.Base(relPath))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if _, err := moveIfSame(src, filepath.Join(dir, path.Base(relPath)), meta.ETag); err != nil {
 			return err
 		}
 	}
@@ -211,11 +210,25 @@ func (s *Service) sweepOrphans(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// writeFileAtomic writes b to name through a temporary file.
+// writeFileAtomic writes b to name through a temporary file of its own
+// (two processes may write the same failure at once).
 func writeFileAtomic(name string, b []byte) error {
-	tmp := name + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*.tmp")
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, name)
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return os.Rename(f.Name(), name)
 }

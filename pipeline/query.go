@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 
 	"fmt"
 	"time"
@@ -45,8 +46,11 @@ func (s *Service) FileProgress(ctx context.Context, ids []string) (Progress, err
 	p := Progress{Files: len(ids)}
 	for _, id := range ids {
 		f, err := s.db.file(ctx, id)
-		if err != nil {
+		if errors.Is(err, ErrNotFound) {
 			continue // not parsed yet
+		}
+		if err != nil {
+			return p, err
 		}
 		switch f.Status {
 		case fileProcessed:

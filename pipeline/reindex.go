@@ -131,11 +131,8 @@ func (s *Service) Reindex(ctx context.Context, trigger string, progress func(Rei
 			}
 			return out, err
 		}),
-		Repair: s.repair,
-		Remove: func(ctx context.Context, ids []string) error {
-			_, err := s.cfg.Index.Delete(ctx, ids...)
-			return err
-		},
+		Repair:   s.repair,
+		Remove:   s.removeExtra,
 		Batch:    s.cfg.ReindexBatch,
 		After:    base.LastID,
 		Progress: update,
@@ -169,6 +166,27 @@ func (s *Service) resumableRun(ctx context.Context) (ReindexRun, error) {
 		return ReindexRun{}, nil
 	}
 	return r, nil
+}
+
+// removeExtra deletes from the index the ids SQL did not list as saved,
+// but for those saved since the listing (a document indexed while the run
+// went on).
+func (s *Service) removeExtra(ctx context.Context, ids []string) error {
+	gone := ids[:0:0]
+	for _, id := range ids {
+		d, err := s.db.document(ctx, id)
+		switch {
+		case errors.Is(err, ErrNotFound) || (err == nil && d.Status != docSaved):
+			gone = append(gone, id)
+		case err != nil:
+			return err
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	_, err := s.cfg.Index.Delete(ctx, gone...)
+	return err
 }
 
 // repair writes SQL's current version of the documents ids to the index.

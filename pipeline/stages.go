@@ -104,9 +104,39 @@ func cutFirst(p string) (string, string, bool) {
 }
 
 // failedDir is the folder of a failure in failed/: {source}/{filename},
-// and #n after it for an archive's message.
+// the file's folders under its source kept (two files of one name in
+// different folders fail apart), and #n after it for an archive's
+// message.
 func (s *Service) failedDir(source, relPath, key string) string {
-	return filepath.Join(s.cfg.DataDir, FailedDir, source, path.Base(relPath)+key)
+	_, rest, ok := cutFirst(relPath)
+	if !ok || source != sourceOf(relPath) {
+		rest = relPath // a file at the top of incoming/: source "default"
+	}
+	return filepath.Join(s.cfg.DataDir, FailedDir, source, filepath.FromSlash(rest)+key)
+}
+
+// moveIfSame moves the file at src to dst if its content still has etag:
+// a file changed in incoming/ since it was enqueued is a new version,
+// which the scan enqueues, and stays. It reports whether it moved it; a
+// missing src is not an error.
+func moveIfSame(src, dst, etag string) (bool, error) {
+	data, err := os.ReadFile(src)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if ETag(data) != etag {
+		return false, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return false, err
+	}
+	if err := os.Rename(src, dst); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, err
+	}
+	return true, nil
 }
 
 // readFile reads the file of a parse job: in incoming/, or in failed/ where
@@ -157,8 +187,11 @@ func (s *Service) parse(ctx context.Context, j *weir.Job[parseArgs]) error {
 	}
 	now := micros(s.cfg.Clock.Now())
 	err = s.db.RunTx(ctx, func(tx appdb.Tx) error {
+		// A file that failed before (its parse requeued) is parsed now.
 		if _, err := tx.Exec(ctx, `INSERT INTO weir_files (id, path, source, etag, format, status, documents, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) ON CONFLICT (id) DO NOTHING`,
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
+			ON CONFLICT (id) DO UPDATE SET status = excluded.status, documents = excluded.documents, format = excluded.format,
+				updated_at = excluded.updated_at WHERE weir_files.status = 'failed'`,
 			a.File, a.Path, a.Source, a.ETag, format, fileParsed, len(docs), now); err != nil {
 			return err
 		}
@@ -221,7 +254,11 @@ func (s *Service) save(ctx context.Context, j *weir.Job[saveArgs]) error {
 	if err != nil {
 		return retry.Permanent(err)
 	}
-	var fileID string
+	var (
+		fileID                              string
+		requeued                            bool // saved after its failure was requeued
+		failedSource, failedPath, failedKey string
+	)
 	err = s.db.RunTx(ctx, func(tx appdb.Tx) error {
 		var status, source, relPath, key string
 		if err := tx.QueryRow(ctx, `SELECT file_id, status, source, path, key FROM weir_documents WHERE id = $1`, j.Args.Doc).
@@ -231,6 +268,8 @@ func (s *Service) save(ctx context.Context, j *weir.Job[saveArgs]) error {
 		if status == docSaved {
 			return nil
 		}
+		requeued = status == docFailed
+		failedSource, failedPath, failedKey = source, relPath, key
 		now := s.cfg.Clock.Now()
 		if _, err := tx.Exec(ctx, `UPDATE weir_documents SET status = $2, title = $3, language = $4, word_count = $5, key_terms = $6,
 			summary = $7, extractor = $8, updated_at = $9 WHERE id = $1`,
@@ -247,6 +286,13 @@ func (s *Service) save(ctx context.Context, j *weir.Job[saveArgs]) error {
 		return err
 	}
 	crashpoint.Hit(crashpoint.PipelineAfterSave)
+	if requeued && failedKey != "" {
+		// An archive's message, failed, requeued and now saved: its
+		// failure's folder goes (a whole file's goes when it settles).
+		if err := os.RemoveAll(s.failedDir(failedSource, failedPath, failedKey)); err != nil {
+			s.log.Warn("remove the folder of a failure that was requeued and saved", "doc", j.Args.Doc, "err", err)
+		}
+	}
 	s.settleFile(ctx, fileID)
 	return nil
 }
@@ -305,28 +351,23 @@ func (s *Service) trySettle(ctx context.Context, fileID string) error {
 		// Every document failed: the file goes to failed/, beside its
 		// documents' failures.
 		dir := s.failedDir(f.Source, f.Path, "")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
 		src := filepath.Join(s.cfg.DataDir, IncomingDir, filepath.FromSlash(f.Path))
-		if err := os.Rename(src, filepath.Join(dir, path.Base(f.Path))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if _, err := moveIfSame(src, filepath.Join(dir, path.Base(f.Path)), f.ETag); err != nil {
 			return err
 		}
 		_, err = s.db.SQL.ExecContext(ctx, `UPDATE weir_files SET status = $2, updated_at = $3 WHERE id = $1`, fileID, fileFailed, micros(s.cfg.Clock.Now()))
 		return err
 	}
 	dst := filepath.Join(s.cfg.DataDir, ProcessedDir, filepath.FromSlash(f.Path))
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
 	src := filepath.Join(s.cfg.DataDir, IncomingDir, filepath.FromSlash(f.Path))
-	moved := false
-	if err := os.Rename(src, dst); err == nil {
-		moved = true
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	moved, err := moveIfSame(src, dst, f.ETag)
+	if err != nil {
 		return err
 	}
 	if !moved && f.Status == fileFailed {
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
 		// Requeued from failed/: the original comes back from there.
 		dir := s.failedDir(f.Source, f.Path, "")
 		if err := os.Rename(filepath.Join(dir, path.Base(f.Path)), dst); err != nil && !errors.Is(err, fs.ErrNotExist) {

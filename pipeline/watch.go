@@ -47,11 +47,20 @@ func (s *Service) Scan(ctx context.Context) ([]Scanned, error) {
 	var out []Scanned
 	present := map[string]bool{}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil // moved away during the walk
-			}
+		switch {
+		case err == nil:
+		case errors.Is(err, fs.ErrNotExist):
+			return nil // moved away during the walk
+		case p == root:
 			return err
+		default:
+			// One unreadable folder or file does not stop the scan of
+			// the others.
+			s.log.Error("scan incoming/: skipped", "path", p, "err", err)
+			if d != nil && d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
 		}
 		name := d.Name()
 		if p != root && strings.HasPrefix(name, ".") {
@@ -120,7 +129,17 @@ func (s *Service) enqueue(ctx context.Context, p, rel string) (Scanned, error) {
 	if res.Outcome == weirtype.DuplicateCompleted || res.Outcome == weirtype.DuplicateFinal {
 		// The same content was processed, or failed, before: this copy
 		// changes nothing, and leaves incoming/ as the first did.
-		if f, err := s.db.file(ctx, id); err == nil && (f.Status == fileProcessed || f.Status == fileFailed) {
+		f, err := s.db.file(ctx, id)
+		if errors.Is(err, ErrNotFound) && res.Outcome == weirtype.DuplicateCompleted {
+			// Its parse job ended without a file: the content had
+			// changed under it then, and is back now. It runs again.
+			if _, err := s.cfg.DB.Store.Executor().RetryJob(ctx, s.cfg.Clock.Now(), res.Job.ID); err != nil {
+				return sc, fmt.Errorf("run again the parse of %s, whose content is back: %w", rel, err)
+			}
+			s.log.Info("file content seen before, never parsed; its parse runs again", "path", rel, "job_id", res.Job.ID)
+			return sc, nil
+		}
+		if err == nil && (f.Status == fileProcessed || f.Status == fileFailed) {
 			dst := filepath.Join(s.cfg.DataDir, ProcessedDir, filepath.FromSlash(rel))
 			if f.Status == fileFailed {
 				dst = filepath.Join(s.failedDir(f.Source, f.Path, ""), path.Base(rel))

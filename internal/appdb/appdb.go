@@ -217,12 +217,40 @@ func (d *DB) Migrate(ctx context.Context, schema map[Driver]string) error {
 	if _, err := m.Migrate(ctx); err != nil {
 		return err
 	}
-	if s := schema[d.Driver]; s != "" {
-		if _, err := d.SQL.ExecContext(ctx, s); err != nil {
-			return fmt.Errorf("appdb: the application's tables: %w", err)
-		}
+	s := schema[d.Driver]
+	if s == "" {
+		return nil
+	}
+	if err := d.applySchema(ctx, s); err != nil {
+		return fmt.Errorf("appdb: the application's tables: %w", err)
 	}
 	return nil
+}
+
+// schemaLockKey is the PostgreSQL advisory lock under which processes
+// starting at once apply the application's schema one after another
+// (CREATE … IF NOT EXISTS run concurrently can still collide).
+const schemaLockKey = 0x77656972617070 // "weirapp"
+
+// applySchema runs the statements of schema: on PostgreSQL in one
+// transaction under schemaLockKey.
+func (d *DB) applySchema(ctx context.Context, schema string) error {
+	if d.Driver != Postgres {
+		_, err := d.SQL.ExecContext(ctx, schema)
+		return err
+	}
+	tx, err := d.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(schemaLockKey)); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, schema); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // Close closes the database.

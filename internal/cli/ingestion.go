@@ -357,8 +357,8 @@ func setupReindex(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		_, err = fmt.Fprintf(s.stdout, "reindex run %d: checked %d documents; %d missing, %d stale, %d extra; %d repaired, %d removed from the index\n",
-			run.ID, run.Checked, run.Missing, run.Stale, run.Extra, run.Repaired, run.Extra)
+		_, err = fmt.Fprintf(s.stdout, "reindex run %d: checked %d documents; %d missing, %d stale, %d in the index only (removed); %d repaired\n",
+			run.ID, run.Checked, run.Missing, run.Stale, run.Extra, run.Repaired)
 		return err
 	}
 }

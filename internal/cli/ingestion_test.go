@@ -57,7 +57,7 @@ func TestIngestSearchStatus(t *testing.T) {
 
 	code, stdout, stderr = run("status", "-data", data)
 	want(t, "status", code, 0, stdout+stderr, "documents:    saved 2, failed 1", "index:        2 entries", "dead letters: 1")
-	if _, err := os.Stat(filepath.Join(data, "failed", "home", "poison.txt", "error.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(data, "failed", "home", "notes", "poison.txt", "error.json")); err != nil {
 		t.Fatalf("the poison file's error.json: %v", err)
 	}
 
