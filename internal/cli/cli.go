@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/weirhq/weir/internal/envconfig"
 )
@@ -204,6 +205,18 @@ func lookup(name string) (command, bool) {
 	return command{}, false
 }
 
+// syncWriter lets one Write through at a time.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(p)
+}
+
 // usageError is a bad command line. It makes the command exit with
 // exitUsage after its usage line.
 type usageError struct{ msg string }
@@ -214,6 +227,9 @@ func (e usageError) Error() string { return e.msg }
 // program name; the result is the process exit code: 0 on success, 1 when
 // a command failed, 2 for a usage error.
 func Main(args []string, stdout, stderr io.Writer) int {
+	// Commands write from several goroutines (the logs of a running
+	// service beside a progress bar): one write at a time.
+	stdout, stderr = &syncWriter{w: stdout}, &syncWriter{w: stderr}
 	s := streams{stdout: stdout, stderr: stderr}
 
 	// The top level has no flags yet but -h and --help; parsing with a

@@ -20,7 +20,11 @@ type progressBar struct {
 
 func newProgressBar(w io.Writer) *progressBar {
 	term := false
-	if f, ok := w.(*os.File); ok {
+	inner := w
+	if sw, ok := w.(*syncWriter); ok {
+		inner = sw.w
+	}
+	if f, ok := inner.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 			term = true
 		}
