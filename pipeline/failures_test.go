@@ -218,7 +218,15 @@ func TestIndexFailsReconciliationRepairs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return ok && st.IndexErrors == len(files), fmt.Sprintf("%s, %d index errors", state, st.IndexErrors)
+		// The last attempt records the error, then its job completes: wait
+		// for both.
+		done := 0
+		for _, j := range jobsOf(t, h.db, pipeline.KindIndex) {
+			if j.State == weirtype.StateCompleted {
+				done++
+			}
+		}
+		return ok && st.IndexErrors == len(files) && done == len(files), fmt.Sprintf("%s, %d index errors, %d index jobs completed", state, st.IndexErrors, done)
 	})
 	if got := flaky.puts.Load(); got != 2*int32(len(files)) {
 		t.Errorf("%d Puts, want 2 attempts for each of %d documents", got, len(files))

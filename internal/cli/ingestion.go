@@ -28,6 +28,7 @@ import (
 	"github.com/weirhq/weir/metrics"
 	"github.com/weirhq/weir/outbox"
 	"github.com/weirhq/weir/pipeline"
+	"github.com/weirhq/weir/ui"
 )
 
 // newLogger logs to w at level, as text.
@@ -130,14 +131,29 @@ func setupRun(fs *flag.FlagSet) runFunc {
 }
 
 // runHandler is weir run's HTTP handler: the service's API, with the
-// admin API under /api/admin/, behind token when it is set.
+// admin API under /api/admin/, behind token when it is set, and the web
+// console under /ui/ ("/" redirects there). The console's files are
+// public; the data it shows comes from the admin API, which asks it for
+// the token.
 func runHandler(svc *service, token string, metrics http.Handler, logger *slog.Logger) (http.Handler, error) {
 	adm, err := admin.New(admin.Config{Store: svc.DB().Store.Executor(), Token: token, Breakers: svc.breakers,
 		Reindex: svc, Logger: logger})
 	if err != nil {
 		return nil, err
 	}
-	return api.New(api.Config{Service: svc, Metrics: metrics, Admin: adm, Logger: logger})
+	apiHandler, err := api.New(api.Config{Service: svc, Metrics: metrics, Admin: adm, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	console, err := ui.New()
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle(ui.Prefix, console)
+	mux.Handle("GET /{$}", ui.Redirect())
+	mux.Handle("/", apiHandler)
+	return mux, nil
 }
 
 // loopback reports whether the -listen address addr binds to a loopback
