@@ -7,6 +7,8 @@ import (
 	"os"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/appdb"
 	"github.com/weirhq/weir/metrics"
@@ -87,6 +89,8 @@ type Config struct {
 	Logger *slog.Logger
 	// Metrics, when set, receives the job engine's metrics.
 	Metrics *metrics.Metrics
+	// TracerProvider, when set, makes a span of each stage's attempt.
+	TracerProvider trace.TracerProvider
 }
 
 func (c Config) withDefaults() (Config, error) {

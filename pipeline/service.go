@@ -84,7 +84,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	s.client, err = weir.NewClient(weir.Config{Store: cfg.DB.Store, Workers: ws, ID: cfg.ID,
 		Queues:    map[string]weir.QueueConfig{weir.DefaultQueue: {MaxWorkers: cfg.Workers}},
-		PollEvery: cfg.PollEvery, Clock: cfg.Clock, Logger: cfg.Logger, Metrics: cfg.Metrics,
+		PollEvery: cfg.PollEvery, Clock: cfg.Clock, Logger: cfg.Logger, Metrics: cfg.Metrics, TracerProvider: cfg.TracerProvider,
 		Periodic: periodic,
 	})
 	if err != nil {

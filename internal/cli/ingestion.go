@@ -43,6 +43,7 @@ func setupRun(fs *flag.FlagSet) runFunc {
 	listen := fs.String("listen", "127.0.0.1:8080", "`address` of the HTTP API, health checks and /metrics")
 	brokerSpec := fs.String("broker", "", "publish an event per saved or failed document through the outbox to this `broker`: embedded (NATS in <data>/nats), nats://… or amqp://…; empty: no events")
 	topic := fs.String("events-topic", "weir.documents", "the broker `topic` of the events")
+	otlp := fs.String("otlp-endpoint", "", "send OpenTelemetry spans (a job attempt, a relay publish) over OTLP/HTTP to this `URL` (http://host:4318); empty: none")
 	adminToken := fs.String("admin-token", "", "bearer `token` the admin API (/api/admin/) requires; required when -listen is not a loopback address (prefer WEIR_ADMIN_TOKEN: a flag shows in ps)")
 	return func(s streams, args []string) error {
 		if len(args) > 0 {
@@ -57,6 +58,20 @@ func setupRun(fs *flag.FlagSet) runFunc {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		f.sweepEvery = pipeline.DefaultSweepEvery
+		if *otlp != "" {
+			tp, err := newTracerProvider(ctx, *otlp)
+			if err != nil {
+				return err
+			}
+			defer func() {
+				sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				if err := tp.Shutdown(sctx); err != nil {
+					logger.Warn("flush the last spans", "err", err)
+				}
+			}()
+			f.tracer = tp
+		}
 		var relay *outbox.Relay
 		if *brokerSpec != "" {
 			if *topic == "" {
@@ -81,7 +96,7 @@ func setupRun(fs *flag.FlagSet) runFunc {
 			if err := b.Declare(ctx, *topic); err != nil {
 				return fmt.Errorf("-broker: declare %s: %w", *topic, err)
 			}
-			if relay, err = outbox.New(outbox.Config{Store: svc.DB().Store, Broker: b, ID: f.id, Logger: logger}); err != nil {
+			if relay, err = outbox.New(outbox.Config{Store: svc.DB().Store, Broker: b, ID: f.id, Logger: logger, TracerProvider: f.tracer}); err != nil {
 				return err
 			}
 		}

@@ -92,6 +92,7 @@ func TestIngestionCommandsRefuseBadInput(t *testing.T) {
 		{[]string{"run", "-data", missing, "-max-attempts", "0"}, 2, "-max-attempts"},
 		{[]string{"run", "-store", "mysql://x/y"}, 2, `unsupported scheme "mysql"`},
 		{[]string{"status", "extra"}, 2, `unexpected argument "extra"`},
+		{[]string{"run", "-data", missing, "-otlp-endpoint", "ftp://x"}, 2, `-otlp-endpoint "ftp://x"`},
 	} {
 		code, stdout, stderr := run(c.args...)
 		if code != c.code || !strings.Contains(stdout+stderr, c.want) {

@@ -5,10 +5,17 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/weirhq/weir/broker"
@@ -39,7 +46,8 @@ type serviceFlags struct {
 	watchEvery  time.Duration
 	sweepEvery  time.Duration // set by the command, not a flag
 	reindexAt   string
-	eventsTopic string // set by weir run with a broker
+	eventsTopic string               // set by weir run with a broker
+	tracer      trace.TracerProvider // set by weir run with -otlp-endpoint
 }
 
 // declare adds the flags to fs.
@@ -137,7 +145,7 @@ func (f *serviceFlags) open(ctx context.Context, create bool, logger *slog.Logge
 	svc, err := pipeline.New(ctx, pipeline.Config{DB: db, DataDir: f.store.data, Index: idx, Extractor: ex, ExtractorName: name,
 		ID: f.id, Workers: f.workers, Parse: st, Extract: st, Save: st, IndexStage: st,
 		WatchEvery: f.watchEvery, SweepEvery: f.sweepEvery, ReindexSchedule: f.reindexAt, Logger: logger, Metrics: m,
-		EventsTopic: f.eventsTopic})
+		EventsTopic: f.eventsTopic, TracerProvider: f.tracer})
 	if err != nil {
 		closeAll()
 		return nil, err
@@ -170,4 +178,21 @@ func (f storeFlags) serviceTables(ctx context.Context) error {
 	defer db.Close()
 	_, err = db.SQL.ExecContext(ctx, pipeline.Schema[db.Driver])
 	return err
+}
+
+// newTracerProvider exports spans over OTLP/HTTP to endpoint (a URL such
+// as http://127.0.0.1:4318; the path /v1/traces is added), in batches,
+// as the service "weir".
+func newTracerProvider(ctx context.Context, endpoint string) (*sdktrace.TracerProvider, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, usageError{fmt.Sprintf("-otlp-endpoint %q: want an http:// or https:// URL with a host", endpoint)}
+	}
+	opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(strings.TrimRight(endpoint, "/") + "/v1/traces")}
+	exp, err := otlptracehttp.New(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("-otlp-endpoint: %w", err)
+	}
+	res := resource.NewSchemaless(attribute.String("service.name", "weir"))
+	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)), nil
 }

@@ -1,0 +1,74 @@
+package e2e
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// `weir run -otlp-endpoint` sends its spans over OTLP/HTTP: a collector
+// receives one for each stage's attempt.
+func TestRunExportsSpans(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	var (
+		mu   sync.Mutex
+		body bytes.Buffer
+		reqs int
+	)
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/traces" {
+			reqs++
+			body.Write(b)
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer collector.Close()
+
+	bin := buildWeir(t)
+	data := filepath.Join(t.TempDir(), "data")
+	addr := freeAddr(t)
+	p := start(t, bin, []string{"run", "-data", data, "-listen", addr, "-id", "e2e-trace", "-watch-every", "100ms",
+		"-otlp-endpoint", collector.URL})
+	waitHTTP(t, addr, 20*time.Second)
+	in := filepath.Join(data, "incoming", "traced")
+	if err := os.MkdirAll(in, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeAtomic(t, filepath.Join(in, "a.txt"), "Spans follow this document through every stage.")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if st := status(t, addr); st.Indexed == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the document was not indexed; log:\n%s", p.log())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Stopping flushes the last batch of spans.
+	if err := p.stop(); err != nil {
+		t.Fatalf("stop: %v; log:\n%s", err, p.log())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if reqs == 0 {
+		t.Fatalf("the collector received no spans; log:\n%s", p.log())
+	}
+	for _, name := range []string{"weir.job pipeline.parse", "weir.job pipeline.extract", "weir.job pipeline.save", "weir.job pipeline.index"} {
+		if !bytes.Contains(body.Bytes(), []byte(name)) {
+			t.Errorf("no span %q among the %d exports", name, reqs)
+		}
+	}
+}
