@@ -237,17 +237,19 @@ func findChromium() string {
 	return ""
 }
 
-// saveShots writes the screenshots to the test's temporary directory and,
-// with WEIR_UI_SCREENSHOTS set, to that directory too, and logs where.
+// saveShots keeps the screenshots, after the test, in WEIR_UI_SCREENSHOTS,
+// or in weir-ui-screenshots under the system's temporary directory, and
+// logs where.
 func saveShots(t *testing.T, shots map[string][]byte) {
 	t.Helper()
-	dirs := []string{t.TempDir()}
-	if keep := os.Getenv(screenshotsEnv); keep != "" {
-		if err := os.MkdirAll(keep, 0o755); err != nil {
-			t.Fatalf("%s: %v", screenshotsEnv, err)
-		}
-		dirs = append(dirs, keep)
+	keep := os.Getenv(screenshotsEnv)
+	if keep == "" {
+		keep = filepath.Join(os.TempDir(), "weir-ui-screenshots")
 	}
+	if err := os.MkdirAll(keep, 0o755); err != nil {
+		t.Fatalf("keep the screenshots in %s: %v", keep, err)
+	}
+	dirs := []string{keep}
 	for _, name := range []string{"overview", "dead-letters", "dead-letters-requeued", "failure"} {
 		b, ok := shots[name]
 		if !ok {
