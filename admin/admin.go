@@ -8,7 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"mime"
+	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -146,7 +149,82 @@ func New(cfg Config) (http.Handler, error) {
 		}
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))
 	})
-	return authenticate(cfg.Token, mux), nil
+	return guard(cfg.Token, mux), nil
+}
+
+// guard wraps the API in its defences, outermost first: without a token,
+// a Host that is not loopback is refused (a DNS-rebinding page reaches a
+// loopback server under its own name); a cross-origin browser request
+// that changes something is refused (CSRF); the token is checked; a POST
+// must say its body is JSON, which no form or simple cross-site request
+// can.
+func guard(token string, next http.Handler) http.Handler {
+	h := requireJSON(next)
+	h = authenticate(token, h)
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusForbidden, "cross-origin request refused: the admin API takes unsafe requests from its own origin only")
+	}))
+	h = cop.Handler(h)
+	if token == "" {
+		h = loopbackHost(h)
+	}
+	return h
+}
+
+// loopbackHost refuses, with 403, a request whose Host is not a loopback
+// IP or localhost, with or without a port.
+func loopbackHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !isLoopbackHost(r.Host) {
+			writeError(w, http.StatusForbidden, fmt.Sprintf("host %s refused: without an admin token the admin API answers only to a loopback host (127.0.0.1, [::1], localhost)", clip(r.Host)))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// isLoopbackHost reports whether host, a Host header with or without a
+// port, names a loopback IP or localhost.
+func isLoopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	} else if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
+		host = host[1 : len(host)-1]
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// requireJSON answers 415 to a POST whose Content-Type is not
+// application/json, with a body or without.
+func requireJSON(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			if err := checkJSONType(r); err != nil {
+				writeError(w, http.StatusUnsupportedMediaType, err.Error())
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// checkJSONType returns an error unless r's Content-Type is
+// application/json (parameters such as charset allowed).
+func checkJSONType(r *http.Request) error {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return errors.New("no Content-Type: send Content-Type: application/json, with a body or without")
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return fmt.Errorf("content type %s: send application/json", clip(ct))
+	}
+	return nil
 }
 
 // numericLast reports whether the last segment of path is a positive id:
@@ -220,7 +298,9 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &br):
 		writeError(w, br.status, br.msg)
 	case errors.Is(err, store.ErrInvalid):
-		writeError(w, http.StatusBadRequest, err.Error())
+		// The store's text may name the driver: it is logged, not answered.
+		h.log.Info("admin request refused by the store", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeError(w, http.StatusBadRequest, "invalid parameter")
 	case errors.Is(err, store.ErrNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
 	case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrFinal):

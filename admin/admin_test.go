@@ -293,7 +293,11 @@ func TestDeadLetters(t *testing.T) {
 		t.Errorf("requeued job: %+v, %v", j, err)
 	}
 	// Requeue by filter.
-	res = fx.ok(http.StatusOK, http.MethodPost, "/api/admin/dead-letters/requeue", `{"filter": {"queue": "llm", "failed_after": "45m"}}`)
+	res = fx.ok(http.StatusBadRequest, http.MethodPost, "/api/admin/dead-letters/requeue", `{"filter": {"queue": "llm", "failed_after": "45m"}}`)
+	if !strings.Contains(res.errorMessage(), `"confirm": true`) {
+		t.Errorf("requeue by filter without confirm: %q", res.errorMessage())
+	}
+	res = fx.ok(http.StatusOK, http.MethodPost, "/api/admin/dead-letters/requeue", `{"filter": {"queue": "llm", "failed_after": "45m"}, "confirm": true}`)
 	if res.body["requeued"] != 3.0 {
 		t.Errorf("requeue by filter: %s", res.raw)
 	}
@@ -521,8 +525,17 @@ func TestBadRequests(t *testing.T) {
 		{"GET", "/api/admin/dead-letters/-1", "", 400, "dead letter id"},
 		{"POST", "/api/admin/dead-letters/requeue", `{}`, 400, "want"},
 		{"POST", "/api/admin/dead-letters/requeue", `{"ids": [1], "filter": {}}`, 400, "not both"},
-		{"POST", "/api/admin/dead-letters/requeue", `{"filter": {"reason": "nope"}}`, 400, "reason"},
-		{"POST", "/api/admin/dead-letters/requeue", `{"filter": {"failed_before": "soon"}}`, 400, "failed_before"},
+		{"POST", "/api/admin/dead-letters/requeue", `{"filter": {"reason": "nope"}, "confirm": true}`, 400, "reason"},
+		{"POST", "/api/admin/dead-letters/requeue", `{"filter": {"failed_before": "soon"}, "confirm": true}`, 400, "failed_before"},
+		{"POST", "/api/admin/dead-letters/requeue", `{"filter": {"kind": "parse"}}`, 400, `"confirm": true`},
+		{"POST", "/api/admin/dead-letters/purge", `{"filter": {"failed_before": "0001-01-01T00:00:00Z"}, "confirm": true}`, 400, "failed_before"},
+		{"POST", "/api/admin/dead-letters/purge", `{"filter": {"failed_after": "1969-12-31T23:59:59Z"}, "confirm": true}`, 400, "1970"},
+		{"GET", "/api/admin/dead-letters?failed_before=0001-01-01T00:00:00Z", "", 400, "failed_before"},
+		{"GET", "/api/admin/workflows?updated_before=1900-01-01T00:00:00Z", "", 400, "updated_before"},
+		{"GET", "/api/admin/workflows/a%00b", "", 400, "workflow id"},
+		{"GET", "/api/admin/workflows/a%07b", "", 400, "control character"},
+		{"GET", "/api/admin/workflows/%ff", "", 400, "workflow id"},
+		{"GET", "/api/admin/workflows/" + strings.Repeat("w", 201), "", 400, "at most 200"},
 		{"POST", "/api/admin/dead-letters/purge", `{"filter": {"kind": "parse"}, "confirm": false}`, 400, "confirm"},
 		{"POST", "/api/admin/dead-letters/purge", `{"ids": [1]`, 400, "bad JSON"},
 		{"GET", "/api/admin/workflows?status=paused", "", 400, `status "paused"`},
@@ -563,11 +576,155 @@ func TestBodyLimits(t *testing.T) {
 		t.Errorf("a body over 1 MiB: status %d, %q; want 413", res.code, res.errorMessage())
 	}
 	req := `{"ids": [1]}`
-	for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", ";;"} {
+	for _, ct := range []string{"", "text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", ";;"} {
 		r := httptestRequest(http.MethodPost, "/api/admin/jobs/retry", req, ct, "Bearer tok")
 		rec := serve(fx.h, r)
-		if rec.Code != http.StatusUnsupportedMediaType {
-			t.Errorf("Content-Type %q: status %d, want 415", ct, rec.Code)
+		if rec.Code != http.StatusUnsupportedMediaType || rec.Header().Get("Content-Type") != "application/json" {
+			t.Errorf("Content-Type %q: status %d, %s; want 415 JSON", ct, rec.Code, rec.Body)
+		}
+	}
+}
+
+// A POST without Content-Type: application/json is refused, with a body
+// or without, before it changes anything: a form or a simple cross-site
+// fetch cannot send that type.
+func TestPostNeedsJSONContentType(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, "")
+	ids := fx.bury("parse", "default", weirtype.AbandonPermanent, 2)
+	for _, tc := range []struct{ target, body, ct string }{
+		{"/api/admin/dead-letters/purge", `{"filter": {}, "confirm": true}`, ""},
+		{"/api/admin/dead-letters/purge", `{"filter": {}, "confirm": true}`, "text/plain"},
+		{"/api/admin/dead-letters/requeue", `{"filter": {}, "confirm": true}`, ""},
+		{"/api/admin/breakers/llm/open", "", ""},
+		{"/api/admin/breakers/llm/open", "", "application/x-www-form-urlencoded"},
+		{"/api/admin/reindex", "", ""},
+	} {
+		rec := serve(fx.h, httptestRequest(http.MethodPost, tc.target, tc.body, tc.ct, ""))
+		var body struct{ Error string }
+		if rec.Code != http.StatusUnsupportedMediaType || json.Unmarshal(rec.Body.Bytes(), &body) != nil || !strings.Contains(body.Error, "application/json") {
+			t.Errorf("POST %s, Content-Type %q: status %d, %s; want 415 naming application/json", tc.target, tc.ct, rec.Code, rec.Body)
+		}
+	}
+	if got := fx.deadLetterIDs(); !slices.Equal(got, ids) {
+		t.Errorf("a refused purge or requeue changed the dead letters: %v, want %v", got, ids)
+	}
+	if fx.llm.State() != breaker.Closed || len(fx.reindex.started) != 0 {
+		t.Errorf("a refused POST opened a breaker or started a reindex")
+	}
+	// With the type, and no body, a POST goes through.
+	if rec := serve(fx.h, httptestRequest(http.MethodPost, "/api/admin/breakers/llm/open", "", "application/json; charset=utf-8", "")); rec.Code != http.StatusOK {
+		t.Errorf("POST open with application/json: status %d, %s", rec.Code, rec.Body)
+	}
+}
+
+// A cross-origin browser request that changes something is refused, with
+// a token or without; a same-origin one, or one not from a browser, goes
+// through.
+func TestCrossOriginRefused(t *testing.T) {
+	t.Parallel()
+	for _, token := range []string{"", "tok"} {
+		fx := newFixture(t, token)
+		ids := fx.bury("parse", "default", weirtype.AbandonPermanent, 1)
+		auth := ""
+		if token != "" {
+			auth = "Bearer " + token
+		}
+		for _, hdr := range []map[string]string{
+			{"Sec-Fetch-Site": "cross-site"},
+			{"Sec-Fetch-Site": "same-site"},
+			{"Origin": "http://evil.example"},
+			{"Origin": "http://evil.example:8080"},
+		} {
+			for _, target := range []string{"/api/admin/dead-letters/purge", "/api/admin/breakers/llm/open"} {
+				r := httptestRequest(http.MethodPost, target, `{"filter": {}, "confirm": true}`, "application/json", auth)
+				if target != "/api/admin/dead-letters/purge" {
+					r = httptestRequest(http.MethodPost, target, "", "application/json", auth)
+				}
+				for k, v := range hdr {
+					r.Header.Set(k, v)
+				}
+				rec := serve(fx.h, r)
+				var body struct{ Error string }
+				if rec.Code != http.StatusForbidden || json.Unmarshal(rec.Body.Bytes(), &body) != nil || !strings.Contains(body.Error, "cross-origin") {
+					t.Errorf("token %q, %v, POST %s: status %d, %s; want 403 JSON", token, hdr, target, rec.Code, rec.Body)
+				}
+			}
+		}
+		if got := fx.deadLetterIDs(); !slices.Equal(got, ids) || fx.llm.State() != breaker.Closed {
+			t.Errorf("token %q: a cross-origin request changed something: %v, breaker %v", token, got, fx.llm.State())
+		}
+		for _, hdr := range []map[string]string{
+			{"Sec-Fetch-Site": "same-origin"},
+			{"Origin": "http://localhost:8080"},
+			{},
+		} {
+			r := httptestRequest(http.MethodPost, "/api/admin/breakers/llm/open", "", "application/json", auth)
+			for k, v := range hdr {
+				r.Header.Set(k, v)
+			}
+			if rec := serve(fx.h, r); rec.Code != http.StatusOK {
+				t.Errorf("token %q, %v: status %d, %s; want 200", token, hdr, rec.Code, rec.Body)
+			}
+		}
+		// Reading is safe: a cross-site GET is answered (the browser keeps
+		// the answer from the page).
+		r := httptestRequest(http.MethodGet, "/api/admin/jobs", "", "", auth)
+		r.Header.Set("Sec-Fetch-Site", "cross-site")
+		if rec := serve(fx.h, r); rec.Code != http.StatusOK {
+			t.Errorf("token %q: cross-site GET: status %d", token, rec.Code)
+		}
+	}
+}
+
+// Without a token, a request naming a host other than loopback is refused:
+// a DNS-rebinding page reaches 127.0.0.1 under its own name.
+func TestTokenlessRefusesOtherHosts(t *testing.T) {
+	t.Parallel()
+	open := newFixture(t, "")
+	ids := open.bury("parse", "default", weirtype.AbandonPermanent, 1)
+	for _, host := range []string{"evil.example:8080", "evil.example", "localhost.evil.example:8080", "10.0.0.1:8080", "", "[::2]:80"} {
+		for _, method := range []string{http.MethodGet, http.MethodPost} {
+			r := httptestRequest(method, "/api/admin/dead-letters/purge", `{"filter": {}, "confirm": true}`, "application/json", "")
+			if method == http.MethodGet {
+				r = httptestRequest(method, "/api/admin/jobs", "", "", "")
+			}
+			r.Host = host
+			rec := serve(open.h, r)
+			var body struct{ Error string }
+			if rec.Code != http.StatusForbidden || json.Unmarshal(rec.Body.Bytes(), &body) != nil || !strings.Contains(body.Error, "loopback") {
+				t.Errorf("Host %q, %s: status %d, %s; want 403 JSON naming loopback", host, method, rec.Code, rec.Body)
+			}
+		}
+	}
+	if got := open.deadLetterIDs(); !slices.Equal(got, ids) {
+		t.Errorf("a rebinding request purged: %v left, want %v", got, ids)
+	}
+	for _, host := range []string{"127.0.0.1:8080", "127.0.0.1", "localhost", "LocalHost:80", "[::1]:8080", "[::1]", "127.9.9.9:1"} {
+		r := httptestRequest(http.MethodGet, "/api/admin/jobs", "", "", "")
+		r.Host = host
+		if rec := serve(open.h, r); rec.Code != http.StatusOK {
+			t.Errorf("Host %q: status %d, %s; want 200", host, rec.Code, rec.Body)
+		}
+	}
+	// With a token, the host is not checked: the token is the defence.
+	withToken := newFixture(t, "tok")
+	r := httptestRequest(http.MethodGet, "/api/admin/jobs", "", "", "Bearer tok")
+	r.Host = "weir.internal:8080"
+	if rec := serve(withToken.h, r); rec.Code != http.StatusOK {
+		t.Errorf("token, Host weir.internal: status %d, want 200", rec.Code)
+	}
+}
+
+// A workflow id the store refuses answers a generic 400: the store's
+// text, which may name the driver, is logged, not answered.
+func TestWorkflowIDChecked(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, "tok")
+	for _, target := range []string{"/api/admin/workflows/doc%001", "/api/admin/workflows/doc%0A1", "/api/admin/workflows/%c3%28"} {
+		res := fx.do(http.MethodGet, target, "")
+		if res.code != http.StatusBadRequest || !strings.Contains(res.errorMessage(), "workflow id") {
+			t.Errorf("GET %s: status %d, %s; want 400 naming the workflow id", target, res.code, res.raw)
 		}
 	}
 }

@@ -12,7 +12,7 @@
 //	GET  /api/admin/dead-letters              dead letters, oldest first, filtered; pages (after)
 //	GET  /api/admin/dead-letters/{id}         a dead letter (deadletter.Record)
 //	GET  /api/admin/dead-letters/export       the matching dead letters as JSON Lines
-//	POST /api/admin/dead-letters/requeue      requeue by {"ids": [...]} or {"filter": {...}}
+//	POST /api/admin/dead-letters/requeue      requeue by {"ids": [...]} or {"filter": {...}, "confirm": true}
 //	POST /api/admin/dead-letters/purge        purge by {"ids": [...]} or {"filter": {...}, "confirm": true}
 //	GET  /api/admin/breakers                  every breaker's state and counts
 //	GET  /api/admin/breakers/{name}           one breaker
@@ -32,19 +32,26 @@
 // token is compared in constant time (crypto/subtle, over SHA-256 digests
 // so that neither its content nor its length leaks through timing).
 // Without a token the API is open: the CLI serves it so only on a loopback
-// address.
+// address, and the handler then answers 403 to a request whose Host is not
+// a loopback IP or localhost (DNS rebinding).
+//
+// Against a hostile page in the operator's browser (CSRF), every POST must
+// send Content-Type: application/json, with a body or without, or gets
+// 415; and an unsafe cross-origin browser request gets 403
+// (http.CrossOriginProtection).
 //
 // # Errors and limits
 //
 // Every error is JSON, {"error": "..."}. A bad request gets a 4xx that
 // names the problem, never a 500: 400 for a bad parameter (an unknown
-// parameter or state, a malformed id, time or cursor, a limit out of
-// range), 401 without the token, 404 for an unknown path or a missing
+// parameter or state, a malformed id, time or cursor, a time before 1970,
+// a limit out of range), 401 without the token, 403 as above, 404 for an unknown path or a missing
 // job, dead letter, workflow or breaker, 405 (with Allow) for a known path
 // asked with another method, 409 for an operation the object's state
 // refuses (retrying a running job, cancelling a finished one), 413 for a
-// body over Config.MaxBodyBytes (default 1 MiB), 415 for a body that is
-// not JSON. A failure on the server's side is a 500 whose body says only
+// body over Config.MaxBodyBytes (default 1 MiB), 415 for a POST without
+// Content-Type: application/json. A store's refusal of a parameter is a
+// 400 saying only "invalid parameter", its text logged. A failure on the server's side is a 500 whose body says only
 // "internal error"; the error goes to Config.Logger.
 //
 // Lists return at most limit items (default 50, at most 500) and a cursor

@@ -245,7 +245,7 @@ func (h *handler) exportDeadLetters(w http.ResponseWriter, r *http.Request) {
 type bulkDeadLetterBody struct {
 	IDs    []int64     `json:"ids"`
 	Filter *FilterBody `json:"filter"`
-	// Confirm must be true to purge by filter.
+	// Confirm must be true to purge or requeue by filter.
 	Confirm bool `json:"confirm"`
 }
 
@@ -264,6 +264,9 @@ func (h *handler) selection(w http.ResponseWriter, r *http.Request, purge bool) 
 	case body.Filter != nil:
 		if purge && !body.Confirm {
 			return store.DeadLetterFilter{}, bad(`purging by filter deletes every dead letter that matches, and its job: add "confirm": true`)
+		}
+		if !purge && !body.Confirm {
+			return store.DeadLetterFilter{}, bad(`requeueing by filter runs again every dead letter that matches: add "confirm": true`)
 		}
 		return body.Filter.filter(h.now())
 	default:
@@ -392,6 +395,10 @@ func (h *handler) listWorkflows(w http.ResponseWriter, r *http.Request) {
 // after_version and limit page it.
 func (h *handler) getWorkflow(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("workflow")
+	if err := checkText("workflow id", id, true); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	q, err := parseQuery(r, "after_version", "limit")
 	if err != nil {
 		h.fail(w, r, err)

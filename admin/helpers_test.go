@@ -124,10 +124,11 @@ func (fx *fixture) doAuth(method, target, body, auth string) response {
 		rd = strings.NewReader(body)
 	}
 	req := httptest.NewRequest(method, target, rd)
+	req.Host = "127.0.0.1:8080"
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}
-	if body != "" {
+	if body != "" || method == http.MethodPost {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	rec := httptest.NewRecorder()
@@ -260,6 +261,7 @@ func httptestRequest(method, target, body, contentType, auth string) *http.Reque
 		rd = strings.NewReader(body)
 	}
 	r := httptest.NewRequest(method, target, rd)
+	r.Host = "localhost:8080"
 	if contentType != "" {
 		r.Header.Set("Content-Type", contentType)
 	}

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/weirhq/weir/store"
@@ -88,12 +88,21 @@ func (q *query) checkText(name, s string) {
 	if q.err != nil {
 		return
 	}
+	q.err = checkText(name, s, false)
+}
+
+// checkText returns a 400 error unless s is at most maxParamLen bytes of
+// valid UTF-8 without NUL, and, when strict, without control characters.
+func checkText(name, s string, strict bool) error {
 	switch {
 	case len(s) > maxParamLen:
-		q.err = bad("%s is %d bytes long, at most %d", name, len(s), maxParamLen)
+		return bad("%s is %d bytes long, at most %d", name, len(s), maxParamLen)
 	case !utf8.ValidString(s) || strings.ContainsRune(s, 0):
-		q.err = bad("%s %s is not valid text", name, clip(s))
+		return bad("%s %s is not valid text", name, clip(s))
+	case strict && strings.ContainsFunc(s, unicode.IsControl):
+		return bad("%s %s holds a control character", name, clip(s))
 	}
+	return nil
 }
 
 // limit returns the limit parameter: DefaultLimit when absent, 1 to
@@ -175,6 +184,9 @@ func parseTime(s string, now time.Time) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return time.Time{}, errors.New("want an RFC 3339 time such as 2026-01-21T15:30:00Z, or an age such as 72h")
+	}
+	if t.IsZero() || t.Year() < 1970 {
+		return time.Time{}, errors.New("a time before 1970 matches nothing or everything: give a time from 1970 on")
 	}
 	return t, nil
 }
@@ -258,11 +270,8 @@ func (b FilterBody) filter(now time.Time) (store.DeadLetterFilter, error) {
 // decodeBody reads r's JSON body, at most max bytes, into v: one object,
 // with no unknown field.
 func decodeBody(w http.ResponseWriter, r *http.Request, max int64, v any) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || mt != "application/json" {
-			return &badRequest{status: http.StatusUnsupportedMediaType, msg: fmt.Sprintf("content type %s: send application/json", clip(ct))}
-		}
+	if err := checkJSONType(r); err != nil {
+		return &badRequest{status: http.StatusUnsupportedMediaType, msg: err.Error()}
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, max))
 	dec.DisallowUnknownFields()

@@ -220,10 +220,50 @@ func TestUIRequeueDeadLetter(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	for _, d := range listDeadLetters(t, base) {
+	left := listDeadLetters(t, base)
+	for _, d := range left {
 		if d.ID == target.ID {
 			t.Errorf("dead letter %d still listed after the requeue", d.ID)
 		}
+	}
+
+	// Without a token, weir run's admin API refuses what a hostile page
+	// could send it: a POST that is not JSON (a form), a cross-site one,
+	// and one under another host's name (DNS rebinding). None purges.
+	purge := `{"filter": {}, "confirm": true}`
+	for _, tc := range []struct {
+		what   string
+		header map[string]string
+		host   string
+		code   int
+	}{
+		{"no Content-Type", nil, "", http.StatusUnsupportedMediaType},
+		{"cross-site", map[string]string{"Content-Type": "application/json", "Sec-Fetch-Site": "cross-site"}, "", http.StatusForbidden},
+		{"other origin", map[string]string{"Content-Type": "application/json", "Origin": "http://evil.example"}, "", http.StatusForbidden},
+		{"rebinding host", map[string]string{"Content-Type": "application/json"}, "evil.example:8080", http.StatusForbidden},
+	} {
+		req, err := http.NewRequest(http.MethodPost, base+"/api/admin/dead-letters/purge", strings.NewReader(purge))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range tc.header {
+			req.Header.Set(k, v)
+		}
+		if tc.host != "" {
+			req.Host = tc.host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || resp.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("%s purge: %s %s, want %d JSON", tc.what, resp.Status, body, tc.code)
+		}
+	}
+	if got := listDeadLetters(t, base); len(got) != len(left) {
+		t.Errorf("refused purges left %d dead letters, want %d", len(got), len(left))
 	}
 }
 

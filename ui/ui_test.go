@@ -121,7 +121,10 @@ func TestNoExternalURLs(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		text := strings.ToLower(string(b))
+		// URL.createObjectURL( and URL.revokeObjectURL( handle a local
+		// blob: URL, not a CSS url(: blanked out (same length, so the
+		// offsets hold).
+		text := strings.NewReplacer("url.createobjecturl(", "url.createobjecturl_", "url.revokeobjecturl(", "url.revokeobjecturl_").Replace(strings.ToLower(string(b)))
 		for _, bad := range []string{"http://", "https://", "//cdn", "@import", "url("} {
 			if i := strings.Index(text, bad); i >= 0 {
 				t.Errorf("%s names %q at byte %d: %q", p, bad, i, excerpt(string(b), i))

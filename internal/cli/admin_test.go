@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -22,7 +23,8 @@ func TestRunRefusesNonLoopbackWithoutToken(t *testing.T) {
 	// With a token, or on loopback, the check passes: the run goes on to
 	// the next check, of -max-attempts.
 	for _, args := range [][]string{
-		{"-listen", "0.0.0.0:0", "-admin-token", "s3cret"},
+		{"-listen", "0.0.0.0:0", "-admin-token", "s3cret-0123456789"},
+		{"-listen", "127.0.0.1:0", "-admin-token", "short"},
 		{"-listen", "127.0.0.1:0"},
 		{"-listen", "localhost:0"},
 		{"-listen", "[::1]:0"},
@@ -30,9 +32,24 @@ func TestRunRefusesNonLoopbackWithoutToken(t *testing.T) {
 		code, stdout, stderr := run(append(append([]string{"run", "-data", data}, args...), "-max-attempts", "0")...)
 		want(t, "run "+strings.Join(args, " "), code, 2, stdout+stderr, "-max-attempts")
 	}
-	// The token may come from WEIR_ADMIN_TOKEN.
+	// Off loopback, a token must be long enough, and without surrounding
+	// whitespace.
+	for token, rule := range map[string]string{
+		"s3cret":                "at least 16 bytes",
+		"0123456789abcde":       "at least 16 bytes",
+		" 0123456789abcdef":     "whitespace",
+		"0123456789abcdef\n":    "whitespace",
+		"0123456789abcdef\t   ": "whitespace",
+	} {
+		code, stdout, stderr := run("run", "-data", data, "-listen", "0.0.0.0:0", "-admin-token", token, "-max-attempts", "0")
+		want(t, fmt.Sprintf("run -admin-token %q", token), code, 2, stdout+stderr, "is not a loopback address", "-admin-token", rule)
+	}
+	// The token may come from WEIR_ADMIN_TOKEN, checked alike.
 	t.Setenv("WEIR_ADMIN_TOKEN", "s3cret")
 	code, stdout, stderr := run("run", "-data", data, "-listen", "0.0.0.0:0", "-max-attempts", "0")
+	want(t, "run with a short WEIR_ADMIN_TOKEN", code, 2, stdout+stderr, "at least 16 bytes")
+	t.Setenv("WEIR_ADMIN_TOKEN", "s3cret-0123456789")
+	code, stdout, stderr = run("run", "-data", data, "-listen", "0.0.0.0:0", "-max-attempts", "0")
 	want(t, "run with WEIR_ADMIN_TOKEN", code, 2, stdout+stderr, "-max-attempts")
 }
 
@@ -84,6 +101,9 @@ func TestRunHandlerMountsTheAdminAPI(t *testing.T) {
 		{http.MethodGet, "/healthz", "", http.StatusOK},
 	} {
 		req := httptest.NewRequest(tc.method, tc.path, nil)
+		if tc.method == http.MethodPost {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		if tc.token != "" {
 			req.Header.Set("Authorization", "Bearer "+tc.token)
 		}

@@ -49,8 +49,13 @@ func setupRun(fs *flag.FlagSet) runFunc {
 		if len(args) > 0 {
 			return usageError{fmt.Sprintf("unexpected argument %q", args[0])}
 		}
-		if *adminToken == "" && !loopback(*listen) {
-			return usageError{fmt.Sprintf("-listen %s is not a loopback address, and the admin API would be open to the network: set -admin-token (or WEIR_ADMIN_TOKEN), or listen on 127.0.0.1 or localhost", *listen)}
+		if !loopback(*listen) {
+			if *adminToken == "" {
+				return usageError{fmt.Sprintf("-listen %s is not a loopback address, and the admin API would be open to the network: set -admin-token (or WEIR_ADMIN_TOKEN), or listen on 127.0.0.1 or localhost", *listen)}
+			}
+			if err := checkToken(*adminToken); err != nil {
+				return usageError{fmt.Sprintf("-listen %s is not a loopback address: -admin-token (or WEIR_ADMIN_TOKEN) %v", *listen, err)}
+			}
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
@@ -108,7 +113,8 @@ func setupRun(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		// No WriteTimeout: the export of the dead letters streams.
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 		if err := svc.Start(ctx); err != nil {
 			return err
 		}
@@ -169,6 +175,24 @@ func runHandler(svc *service, token string, metrics http.Handler, logger *slog.L
 	mux.Handle("GET /{$}", ui.Redirect())
 	mux.Handle("/", apiHandler)
 	return mux, nil
+}
+
+// minTokenLen is the shortest admin token weir run takes off loopback, in
+// bytes.
+const minTokenLen = 16
+
+// checkToken returns an error naming the rule an admin token served to
+// the network breaks: at least minTokenLen bytes, no leading or trailing
+// space (which the bearer check would trim, so that the token sent could
+// never match).
+func checkToken(token string) error {
+	switch {
+	case strings.TrimSpace(token) != token:
+		return errors.New("must not begin or end with whitespace")
+	case len(token) < minTokenLen:
+		return fmt.Errorf("is %d bytes: it must be at least %d bytes long", len(token), minTokenLen)
+	}
+	return nil
 }
 
 // loopback reports whether the -listen address addr binds to a loopback

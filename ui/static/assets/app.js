@@ -108,36 +108,65 @@
     }
   }
 
-  // api calls the API and answers the decoded JSON, or throws an APIError
-  // whose message is the answer's "error".
-  async function api(method, path, body) {
-    const headers = { Accept: 'application/json' };
+  // send calls the API with the admin token, and answers the response when
+  // it is a success, or throws an APIError whose message is the answer's
+  // "error". A POST always says Content-Type: application/json, body or
+  // none: the admin API refuses a POST without it (a guard against
+  // cross-site forms).
+  async function send(method, path, body, accept) {
+    const headers = { Accept: accept || 'application/json' };
     const token = sessionStorage.getItem(TOKEN_KEY);
     if (token) headers.Authorization = 'Bearer ' + token;
     const init = { method, headers, cache: 'no-store' };
-    if (body !== undefined) {
-      headers['Content-Type'] = 'application/json';
-      init.body = JSON.stringify(body);
-    }
+    if (method === 'POST' || body !== undefined) headers['Content-Type'] = 'application/json';
+    if (body !== undefined) init.body = JSON.stringify(body);
     let resp;
     try {
       resp = await fetch(path, init);
     } catch (e) {
       throw new APIError(0, method + ' ' + path + ': the server did not answer (' + e.message + ')');
     }
-    const text = await resp.text();
-    let data = null;
-    try {
-      data = text ? JSON.parse(text) : null;
-    } catch (e) {
-      data = null;
-    }
     if (!resp.ok) {
+      const text = await resp.text();
+      let data = null;
+      try {
+        data = text ? JSON.parse(text) : null;
+      } catch (e) {
+        data = null;
+      }
       const msg = data && typeof data.error === 'string' ? data.error : resp.status + ' ' + resp.statusText;
       if (resp.status === 401) askToken(msg);
       throw new APIError(resp.status, msg);
     }
-    return data;
+    return resp;
+  }
+
+  // api calls the API and answers the decoded JSON, or throws an APIError
+  // whose message is the answer's "error".
+  async function api(method, path, body) {
+    const resp = await send(method, path, body);
+    const text = await resp.text();
+    try {
+      return text ? JSON.parse(text) : null;
+    } catch (e) {
+      return null;
+    }
+  }
+
+  // download fetches path with the admin token and saves the answer as
+  // name: a plain link would carry no token.
+  async function download(path, name) {
+    try {
+      const resp = await send('GET', path, undefined, 'application/x-ndjson');
+      const blobURL = URL.createObjectURL(await resp.blob());
+      const a = h('a', { href: blobURL, download: name, hidden: true });
+      document.body.appendChild(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(blobURL), 60000);
+    } catch (e) {
+      flash(e.message, true);
+    }
   }
 
   function query(params) {
@@ -604,6 +633,9 @@
         const what = sel ? `${selected.size} dead letter(s)` : `every dead letter matching the filter (${described})`;
         if (!confirm(`Purge ${what}? Their jobs are deleted; this cannot be undone.`)) return;
         if (!sel) body.confirm = true;
+      } else if (!sel) {
+        if (!confirm(`Requeue every dead letter matching the filter (${described})? Each runs again as a new job.`)) return;
+        body.confirm = true;
       }
       try {
         const out = await api('POST', '/api/admin/dead-letters/' + op, body);
@@ -619,7 +651,11 @@
     add(view, h('div', { class: 'toolbar' }, reqSel, purgeSel, count,
       h('button', { type: 'button', id: 'requeue-filter', onclick: () => bulk('requeue', false) }, 'Requeue all matching the filter'),
       h('button', { type: 'button', id: 'purge-filter', class: 'danger', onclick: () => bulk('purge', false) }, 'Purge all matching the filter'),
-      h('a', { href: '/api/admin/dead-letters/export' + query(filter), class: 'muted', title: 'JSON Lines; needs no token on loopback' }, 'export (JSON Lines)')));
+      h('a', {
+        href: '/api/admin/dead-letters/export' + query(filter), id: 'export', class: 'muted',
+        title: 'download the dead letters matching the filter as JSON Lines (sent with the admin token, if one is set)',
+        onclick: (ev) => { ev.preventDefault(); download('/api/admin/dead-letters/export' + query(filter), 'dead-letters.jsonl'); },
+      }, 'export (JSON Lines)')));
     const rows = res.dead_letters.map((d) => {
       const box = h('input', {
         type: 'checkbox',
