@@ -32,12 +32,7 @@ func (h *handler) listJobs(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	var next *int64
-	if len(jobs) > limit {
-		jobs = jobs[:limit]
-		id := jobs[limit-1].ID
-		next = &id
-	}
+	jobs, next := page(jobs, limit, func(x *weirtype.Job) int64 { return x.ID })
 	writeJSON(w, http.StatusOK, map[string]any{"jobs": jobsOf(jobs), "next_before": next})
 }
 
@@ -172,12 +167,7 @@ func (h *handler) listDeadLetters(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	var next *int64
-	if len(dls) > limit {
-		dls = dls[:limit]
-		id := dls[limit-1].ID
-		next = &id
-	}
+	dls, next := page(dls, limit, func(x *weirtype.DeadLetter) int64 { return x.ID })
 	recs := make([]deadletter.Record, len(dls))
 	for i, dl := range dls {
 		recs[i] = deadletter.RecordOf(dl)
@@ -378,12 +368,7 @@ func (h *handler) listWorkflows(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	var next *string
-	if len(wfs) > limit {
-		wfs = wfs[:limit]
-		id := wfs[limit-1].ID
-		next = &id
-	}
+	wfs, next := page(wfs, limit, func(x *weirtype.Workflow) string { return x.ID })
 	out := make([]Workflow, len(wfs))
 	for i, wf := range wfs {
 		out[i] = workflowOf(wf)
@@ -419,12 +404,7 @@ func (h *handler) getWorkflow(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	var next *int64
-	if len(hist) > limit {
-		hist = hist[:limit]
-		v := hist[limit-1].Version
-		next = &v
-	}
+	hist, next := page(hist, limit, func(x *store.WorkflowTransition) int64 { return x.Version })
 	writeJSON(w, http.StatusOK, map[string]any{"workflow": workflowOf(wf), "history": transitionsOf(hist), "next_after_version": next})
 }
 
@@ -519,4 +499,16 @@ func (h *handler) reindexRuns(w http.ResponseWriter, r *http.Request) {
 		runs = []pipeline.ReindexRun{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"runs": runs})
+}
+
+// page trims items, read with one more than limit, to limit, and returns
+// the cursor of the next page (the key of its last item), or nil on the
+// last page.
+func page[T, K any](items []T, limit int, key func(T) K) ([]T, *K) {
+	if len(items) <= limit {
+		return items, nil
+	}
+	items = items[:limit]
+	k := key(items[limit-1])
+	return items, &k
 }

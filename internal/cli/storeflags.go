@@ -11,9 +11,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/weirhq/weir/internal/appdb"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/store/postgres"
-	"github.com/weirhq/weir/store/sqlite"
 )
 
 // Defaults of the store flags.
@@ -70,17 +70,11 @@ func (f *storeFlags) declare(fs *flag.FlagSet) {
 	fs.StringVar(&f.data, "data", f.data, "the data `directory`, which holds the SQLite file "+sqliteFileName)
 }
 
-// openedStore is what both drivers are.
-type openedStore interface {
-	store.Store
-	store.Transactor
-}
-
 // opened is a store a command opened, with the function that closes it
 // and a description of where it is for messages ("SQLite file
 // weir-data/weir.db"), which never holds a password.
 type opened struct {
-	store openedStore
+	store appdb.Store
 	close func() error
 	where string
 }
@@ -199,19 +193,11 @@ func (f storeFlags) checkData() error {
 
 func (f storeFlags) connect(ctx context.Context, driver string) (opened, error) {
 	where := f.where(driver)
-	var (
-		st  openedStore
-		err error
-	)
-	if driver == "sqlite" {
-		st, err = sqlite.Open(ctx, sqlite.Config{Path: f.sqlitePath()})
-	} else {
-		st, err = postgres.Open(ctx, postgres.Config{URL: f.url, Schema: f.schema})
-	}
+	db, err := appdb.Open(ctx, appdb.Config{URL: f.url, Schema: f.schema, Path: f.sqlitePath()})
 	if err != nil {
 		return opened{}, fmt.Errorf("open %s: %w", where, err)
 	}
-	return opened{store: st, close: st.Close, where: where}, nil
+	return opened{store: db.Store, close: db.Close, where: where}, nil
 }
 
 // setupMigrate declares the flags of "weir migrate".
