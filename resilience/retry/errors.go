@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/weirhq/weir/internal/redact"
 )
 
 // Reason is why a policy gave up.
@@ -17,6 +19,12 @@ const (
 	ReasonNonRetryable    Reason = "non_retryable"
 	ReasonCancelled       Reason = "cancelled"
 	ReasonBudgetExhausted Reason = "budget_exhausted"
+	// ReasonRetryAfterExceedsLimit: the last error's retry-after hint
+	// asked for a longer wait than Config.MaxRetryAfter allows.
+	ReasonRetryAfterExceedsLimit Reason = "retry_after_exceeds_limit"
+	// ReasonDeadline: the next wait would end after the caller's context
+	// deadline, so the policy stopped instead of waiting to fail.
+	ReasonDeadline Reason = "deadline_exceeded"
 )
 
 // ErrGaveUp matches every *Error with errors.Is.
@@ -37,6 +45,11 @@ type Error struct {
 	// Detail explains the reason in words, for example how far the next
 	// wait would have passed the TTL.
 	Detail string
+	// RetryAfter and MaxRetryAfter, set with reason
+	// retry_after_exceeds_limit, are the hint the last error carried and
+	// the limit it passed.
+	RetryAfter    time.Duration
+	MaxRetryAfter time.Duration
 
 	ctxErr error
 }
@@ -50,14 +63,17 @@ func (e *Error) Error() string {
 	if e.Last != nil {
 		msg += ": " + e.Last.Error()
 	}
-	return msg
+	// The last error may quote what a server sent back, credentials
+	// included.
+	return redact.String(msg)
 }
 
 // Unwrap returns the last error the function returned.
 func (e *Error) Unwrap() error { return e.Last }
 
 // Is matches ErrGaveUp, and for a cancelled policy also the context's error
-// (context.Canceled or context.DeadlineExceeded).
+// (context.Canceled or context.DeadlineExceeded); reason deadline_exceeded
+// matches context.DeadlineExceeded.
 func (e *Error) Is(target error) bool {
 	if target == ErrGaveUp {
 		return true

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/internal/redact"
 	"github.com/weirhq/weir/resilience/backoff"
 	"github.com/weirhq/weir/resilience/budget"
 )
@@ -16,9 +17,13 @@ import (
 // spec asks for calls to rate-limited APIs.
 const DefaultMaxAttempts = 6
 
+// DefaultMaxRetryAfter is the longest retry-after hint a policy waits for
+// unless Config.MaxRetryAfter says otherwise: 10 minutes.
+const DefaultMaxRetryAfter = 10 * time.Minute
+
 // Config configures a Policy. The zero value works: six attempts, the
-// default backoff (1 s doubling to 60 s, ±20%), no TTL, every error
-// retryable unless marked Permanent.
+// default backoff (1 s doubling to 60 s, ±20%), no TTL, retry-after hints
+// honoured up to 10 minutes, every error retryable unless marked Permanent.
 type Config struct {
 	// MaxAttempts is the number of attempts in all, the first included.
 	// Default 6. Must not be negative.
@@ -28,8 +33,16 @@ type Config struct {
 	// Zero means no TTL.
 	TTL time.Duration
 	// Backoff is the wait between attempts. The zero value is the default
-	// backoff.
+	// backoff. A retry-after hint longer than the backoff's wait (even
+	// longer than its Cap) replaces it.
 	Backoff backoff.Backoff
+	// MaxRetryAfter is the longest retry-after hint (see After) the policy
+	// waits for. An error whose hint is longer, and longer than the
+	// backoff's own wait (which would honour it anyway), ends the policy at
+	// once with reason retry_after_exceeds_limit: weir never calls again
+	// before the server allows, and does not wait longer than this for it.
+	// Default 10 minutes (DefaultMaxRetryAfter). Must not be negative.
+	MaxRetryAfter time.Duration
 	// Retryable classifies an error the function returned. Default
 	// IsRetryable: every error but a Permanent one. The caller's own
 	// context ending is never retried, whatever Retryable says.
@@ -69,6 +82,9 @@ func IsRetryable(err error) bool { return !IsPermanent(err) }
 type Policy struct {
 	cfg  Config
 	mono func() time.Duration // the clock's cheap monotonic reading
+	// wallTime is set when the policy runs on the real clock, the clock a
+	// context's deadline is set on: only then is a wait compared with it.
+	wallTime bool
 }
 
 // New returns a Policy, or an error naming the bad field.
@@ -82,6 +98,12 @@ func New(cfg Config) (*Policy, error) {
 	if cfg.TTL < 0 {
 		return nil, fmt.Errorf("retry: ttl %v is negative", cfg.TTL)
 	}
+	if cfg.MaxRetryAfter == 0 {
+		cfg.MaxRetryAfter = DefaultMaxRetryAfter
+	}
+	if cfg.MaxRetryAfter < 0 {
+		return nil, fmt.Errorf("retry: MaxRetryAfter %v is negative", cfg.MaxRetryAfter)
+	}
 	if err := cfg.Backoff.Validate(); err != nil {
 		return nil, fmt.Errorf("retry: %w", err)
 	}
@@ -93,7 +115,7 @@ func New(cfg Config) (*Policy, error) {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Float64
 	}
-	return &Policy{cfg: cfg, mono: clock.MonotonicOf(cfg.Clock)}, nil
+	return &Policy{cfg: cfg, mono: clock.MonotonicOf(cfg.Clock), wallTime: cfg.Clock == clock.Real}, nil
 }
 
 // MustNew is New for configs known to be valid; it panics on a bad one.
@@ -151,10 +173,15 @@ func (p *Policy) Do(ctx context.Context, fn func(context.Context) error) error {
 		if attempt >= cfg.MaxAttempts {
 			return p.giveUp(ReasonMaxAttempts, attempt, start, err, nil, "")
 		}
-		delay, hinted := p.delay(attempt, prev, err)
-		elapsed := p.mono() - start
-		if cfg.TTL > 0 && elapsed+delay > cfg.TTL {
-			return p.giveUp(ReasonTTL, attempt, start, err, nil, p.ttlDetail(delay, hinted, elapsed))
+		delay, hint, hinted := p.delay(attempt, prev, err)
+		if hinted && hint > cfg.MaxRetryAfter {
+			e := p.giveUp(ReasonRetryAfterExceedsLimit, attempt, start, err, nil,
+				fmt.Sprintf("retry-after %v is longer than the %v limit", hint, cfg.MaxRetryAfter))
+			e.RetryAfter, e.MaxRetryAfter = hint, cfg.MaxRetryAfter
+			return e
+		}
+		if e := p.tooLate(ctx, attempt, start, err, delay, hinted); e != nil {
+			return e
 		}
 		if cfg.Budget != nil {
 			if !cfg.Budget.TryRetry() {
@@ -163,11 +190,11 @@ func (p *Policy) Do(ctx context.Context, fn func(context.Context) error) error {
 			reserved = true
 		}
 		if cfg.OnRetry != nil || cfg.Logger != nil {
-			p.report(ctx, Event{Attempt: attempt, Err: err, Delay: delay, Elapsed: elapsed})
+			p.report(ctx, Event{Attempt: attempt, Err: err, Delay: delay, Elapsed: p.mono() - start})
 			// The callbacks took time of their own: look again, so that the
-			// wait never ends past the TTL.
-			if elapsed = p.mono() - start; cfg.TTL > 0 && elapsed+delay > cfg.TTL {
-				return p.giveUp(ReasonTTL, attempt, start, err, nil, p.ttlDetail(delay, hinted, elapsed))
+			// wait never ends past the TTL or the deadline.
+			if e := p.tooLate(ctx, attempt, start, err, delay, hinted); e != nil {
+				return e
 			}
 		}
 		if cerr := p.wait(ctx, delay); cerr != nil {
@@ -177,13 +204,29 @@ func (p *Policy) Do(ctx context.Context, fn func(context.Context) error) error {
 	}
 }
 
-func (p *Policy) ttlDetail(delay time.Duration, hinted bool, elapsed time.Duration) string {
+// tooLate returns the error that ends the policy when a wait of delay
+// would end past the TTL or past the context's deadline, nil otherwise.
+func (p *Policy) tooLate(ctx context.Context, attempt int, start time.Duration, err error, delay time.Duration, hinted bool) *Error {
 	what := "next wait"
 	if hinted {
 		what = "retry-after"
 	}
-	left := max(p.cfg.TTL-elapsed, 0).Round(time.Millisecond)
-	return fmt.Sprintf("%s %v would pass the %v ttl with %v left", what, delay, p.cfg.TTL, left)
+	elapsed := p.mono() - start
+	if ttl := p.cfg.TTL; ttl > 0 && elapsed+delay > ttl {
+		left := max(ttl-elapsed, 0).Round(time.Millisecond)
+		return p.giveUp(ReasonTTL, attempt, start, err, nil,
+			fmt.Sprintf("%s %v would pass the %v ttl with %v left", what, delay, ttl, left))
+	}
+	if !p.wallTime {
+		return nil
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		if left := time.Until(dl); delay > left {
+			return p.giveUp(ReasonDeadline, attempt, start, err, context.DeadlineExceeded,
+				fmt.Sprintf("%s %v would pass the context's deadline with %v left", what, delay, max(left, 0).Round(time.Millisecond)))
+		}
+	}
+	return nil
 }
 
 func (p *Policy) report(ctx context.Context, e Event) {
@@ -193,22 +236,20 @@ func (p *Policy) report(ctx context.Context, e Event) {
 	if p.cfg.Logger != nil {
 		p.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "retrying",
 			slog.Int("attempt", e.Attempt), slog.Int("max_attempts", p.cfg.MaxAttempts),
-			slog.Duration("delay", e.Delay), slog.String("err", e.Err.Error()))
+			slog.Duration("delay", e.Delay), slog.String("err", redact.String(e.Err.Error())))
 	}
 }
 
-// delay is the wait after attempt: the backoff's, raised to the error's
-// retry-after hint (capped by the backoff's Cap).
-func (p *Policy) delay(attempt int, prev time.Duration, err error) (d time.Duration, hinted bool) {
-	b := &p.cfg.Backoff
-	d = b.Delay(attempt, prev, p.cfg.Rand())
+// delay is the wait after attempt: the backoff's, or the error's
+// retry-after hint when that is longer, even longer than the backoff's Cap.
+// hint and hinted tell the hint, whether or not it set the wait.
+func (p *Policy) delay(attempt int, prev time.Duration, err error) (d, hint time.Duration, hinted bool) {
+	d = p.cfg.Backoff.Delay(attempt, prev, p.cfg.Rand())
 	if h, ok := AfterHint(err); ok {
-		h = min(h, b.Cap)
-		if h > d {
-			return h, true
-		}
+		h = max(h, 0)
+		return max(d, h), h, h >= d
 	}
-	return d, false
+	return d, 0, false
 }
 
 func (p *Policy) wait(ctx context.Context, d time.Duration) error {
@@ -225,7 +266,7 @@ func (p *Policy) wait(ctx context.Context, d time.Duration) error {
 	}
 }
 
-func (p *Policy) giveUp(reason Reason, attempts int, start time.Duration, last, ctxErr error, detail string) error {
+func (p *Policy) giveUp(reason Reason, attempts int, start time.Duration, last, ctxErr error, detail string) *Error {
 	e := &Error{
 		Reason:   reason,
 		Attempts: attempts,
@@ -235,9 +276,15 @@ func (p *Policy) giveUp(reason Reason, attempts int, start time.Duration, last, 
 		ctxErr:   ctxErr,
 	}
 	if p.cfg.Logger != nil {
-		p.cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn, "retry gave up",
-			slog.String("reason", string(reason)), slog.Int("attempt", attempts),
-			slog.Duration("elapsed", e.Elapsed), slog.Any("err", last))
+		attrs := []slog.Attr{slog.String("reason", string(reason)), slog.Int("attempt", attempts),
+			slog.Duration("elapsed", e.Elapsed)}
+		if detail != "" {
+			attrs = append(attrs, slog.String("detail", redact.String(detail)))
+		}
+		if last != nil {
+			attrs = append(attrs, slog.String("err", redact.String(last.Error())))
+		}
+		p.cfg.Logger.LogAttrs(context.Background(), slog.LevelWarn, "retry gave up", attrs...)
 	}
 	return e
 }

@@ -240,16 +240,6 @@ func TestRetryAfterBelowBackoffKeepsBackoff(t *testing.T) {
 	}
 }
 
-func TestRetryAfterIsCappedByMaxDelay(t *testing.T) {
-	clk := clock.NewFake(t0)
-	p := newPolicy(t, clk, retry.Config{MaxAttempts: 2, Backoff: backoff.Exponential(time.Second, 2, 30*time.Second)})
-	calls := 0
-	waits, _ := run(t, clk, p, failing(&calls, retry.After(errBoom, time.Hour)))
-	if len(waits) != 1 || waits[0] != 30*time.Second {
-		t.Fatalf("waits %v, want [30s]", waits)
-	}
-}
-
 func TestRetryAfterPastTTLStopsAndSaysSo(t *testing.T) {
 	clk := clock.NewFake(t0)
 	p := newPolicy(t, clk, retry.Config{TTL: 10 * time.Second})
@@ -457,10 +447,11 @@ func TestPropertyPolicyBounds(t *testing.T) {
 		if cfg.TTL > 0 && elapsed > cfg.TTL {
 			rt.Fatalf("clock moved %v, past the %v TTL", elapsed, cfg.TTL)
 		}
+		// A wait passes the cap only to honour a retry-after hint.
 		capd := p.Config().Backoff.Cap
 		for _, w := range waits {
-			if w > capd {
-				rt.Fatalf("waited %v, more than the %v cap", w, capd)
+			if w > max(capd, hint) {
+				rt.Fatalf("waited %v, more than the %v cap and the %v hint", w, capd, hint)
 			}
 		}
 		last := outcomes[min(calls, len(outcomes))-1]
@@ -531,7 +522,7 @@ func TestConcurrentUse(t *testing.T) {
 	}
 }
 
-// A retry-after hint is a floor the jitter never undercuts, capped by the
+// A retry-after hint is a floor the jitter never undercuts, even past the
 // backoff's cap, whatever the jitter draws.
 func TestPropertyRetryAfterIsAFloor(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
@@ -544,10 +535,11 @@ func TestPropertyRetryAfterIsAFloor(t *testing.T) {
 		hint := time.Duration(rapid.Int64Range(0, int64(time.Hour)).Draw(rt, "hint"))
 		var delays []time.Duration
 		p := newPolicy(rt, clock.NewFake(t0), retry.Config{
-			MaxAttempts: 2,
-			Backoff:     b,
-			Rand:        func() float64 { return u },
-			OnRetry:     func(e retry.Event) { delays = append(delays, e.Delay) },
+			MaxAttempts:   2,
+			Backoff:       b,
+			Rand:          func() float64 { return u },
+			OnRetry:       func(e retry.Event) { delays = append(delays, e.Delay) },
+			MaxRetryAfter: 2 * time.Hour,
 		})
 		clk := p.Config().Clock.(*clock.Fake)
 		calls := 0
@@ -556,8 +548,8 @@ func TestPropertyRetryAfterIsAFloor(t *testing.T) {
 		if len(delays) != 1 {
 			rt.Fatalf("%d retries, want 1", len(delays))
 		}
-		if d := delays[0]; d < min(hint, capd) || d > capd {
-			rt.Fatalf("delay %v for hint %v and cap %v: outside [min(hint, cap), cap]", d, hint, capd)
+		if d := delays[0]; d < hint || d > max(hint, capd) {
+			rt.Fatalf("delay %v for hint %v and cap %v: outside [hint, max(hint, cap)]", d, hint, capd)
 		}
 	})
 }
