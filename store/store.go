@@ -207,6 +207,10 @@ type Executor interface {
 	// OutboxBacklog returns how many messages of the outbox are not
 	// published yet, and when the oldest of them was added.
 	OutboxBacklog(ctx context.Context) (OutboxBacklog, error)
+	// OutboxIdentity returns the store's identity, which the outbox relay
+	// puts in each message's broker id so that no two stores give two
+	// messages one id; see OutboxIdentity.
+	OutboxIdentity(ctx context.Context) (OutboxIdentity, error)
 	// RecordInbox records, at now, that the message id of topic was
 	// handled, and reports whether this was the first time: false means a
 	// duplicate (the record exists), changing nothing. In the consumer's
@@ -515,6 +519,23 @@ type OutboxBacklog struct {
 	OldestCreatedAt time.Time
 }
 
+// OutboxIdentity is what makes the broker ids of a store's outbox
+// messages its own: the relay gives a message the id
+// "<Source>-<StoreID>-<outbox id>", or "<Source>-<outbox id>" when its
+// outbox id is at most LegacyThrough.
+type OutboxIdentity struct {
+	// StoreID is 16 random hex digits, made by the migration that created
+	// it and never changed: another store, or a store made again in place
+	// of a deleted one (whose outbox ids start again at 1), has another.
+	StoreID string
+	// LegacyThrough is the highest outbox id when the store got its
+	// StoreID: the messages up to it were added by an earlier weir, which
+	// gave them the broker id "<Source>-<outbox id>", and keep it, so
+	// that a republish of one is still a duplicate. Zero in a store made
+	// by this weir.
+	LegacyThrough int64
+}
+
 // EffectKey identifies a side effect in the ledger.
 type EffectKey struct {
 	Txn    string // required
@@ -604,7 +625,10 @@ type InsertParams struct {
 	// DeadlineAt is the job's SLA; zero for none.
 	DeadlineAt time.Time
 	// StuckAfter is how long a running job may go without finishing before
-	// an insert of its key reclaims it. Default 10 minutes.
+	// an insert of its key reclaims it, which it does only when no worker
+	// holds the job: its lease has expired (or it has none). A job whose
+	// lease heartbeats keep alive is never reclaimed by an insert. Default
+	// 10 minutes.
 	StuckAfter time.Duration
 }
 

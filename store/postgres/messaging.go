@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -20,7 +21,7 @@ import (
 type messagingQueries struct {
 	addOutbox, lockOutbox, claimOutbox, markPublished, retryOutbox, releaseOutbox, purgeOutbox string
 	recordInbox, purgeInbox                                                                    string
-	outboxBacklog                                                                              string
+	outboxBacklog, outboxIdentity                                                              string
 }
 
 // outboxColumns are the columns scanOutbox reads, in its order.
@@ -46,7 +47,8 @@ func newMessagingQueries(schema string) messagingQueries {
 	inbox := schema + `.weir_inbox`
 	return messagingQueries{
 		// weir_outbox_pending indexes exactly these rows.
-		outboxBacklog: `SELECT count(*), min(created_at) FROM ` + outbox + ` WHERE published_at IS NULL`,
+		outboxBacklog:  `SELECT count(*), min(created_at) FROM ` + outbox + ` WHERE published_at IS NULL`,
+		outboxIdentity: `SELECT id, outbox_legacy_through FROM ` + schema + `.weir_store_identity`,
 		// The messages come as arrays of one length; the identity is drawn
 		// in the order of the SELECT, which is the order of the messages.
 		addOutbox: `INSERT INTO ` + outbox + ` (topic, key, payload, headers, created_at, next_attempt_at)
@@ -317,6 +319,22 @@ func (e executor) OutboxBacklog(ctx context.Context) (store.OutboxBacklog, error
 		b.OldestCreatedAt = oldest.Time.UTC()
 	}
 	return b, nil
+}
+
+// OutboxIdentity reads the store's identity (weir_store_identity), in one
+// statement; see store.Executor.
+func (e executor) OutboxIdentity(ctx context.Context) (store.OutboxIdentity, error) {
+	var id store.OutboxIdentity
+	err := e.run(ctx, func(q querier) error {
+		return q.QueryRow(ctx, e.s.sql.outboxIdentity).Scan(&id.StoreID, &id.LegacyThrough)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.OutboxIdentity{}, errors.New("postgres: outbox identity: weir_store_identity is empty; was the schema migrated by this weir?")
+	}
+	if err != nil {
+		return store.OutboxIdentity{}, dbError("outbox identity", err)
+	}
+	return id, nil
 }
 
 // RecordInbox records that the message id of topic was handled, in one

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -122,6 +123,20 @@ func scanOutbox(row scanner) (*weirtype.OutboxMessage, error) {
 	}
 	m.CreatedAt, m.PublishedAt, m.NextAttemptAt = decodeTime(r.created), decodeTime(r.published), decodeTime(r.next)
 	return m, nil
+}
+
+// OutboxIdentity reads the store's identity (weir_store_identity); see
+// store.Executor.
+func (e executor) OutboxIdentity(ctx context.Context) (store.OutboxIdentity, error) {
+	var id store.OutboxIdentity
+	err := e.reader().QueryRowContext(ctx, `SELECT id, outbox_legacy_through FROM weir_store_identity`).Scan(&id.StoreID, &id.LegacyThrough)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = errors.New("weir_store_identity is empty; was the store migrated by this weir?")
+	}
+	if err != nil {
+		return store.OutboxIdentity{}, fmt.Errorf("outbox identity: %w", err)
+	}
+	return id, nil
 }
 
 // OutboxBacklog counts the pending messages (weir_outbox_pending's) and

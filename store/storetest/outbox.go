@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,6 +27,7 @@ func messagingCases() []suiteCase {
 		{"OutboxOneRelayAtATime", testOutboxOneRelay},
 		{"OutboxPurge", testOutboxPurge},
 		{"InboxRecordsEachMessageOnce", testInbox},
+		{"OutboxIdentityIsTheStoresOwn", testOutboxIdentity},
 	}
 }
 
@@ -391,5 +393,45 @@ func testInbox(t *testing.T, h Harness) {
 	}
 	if first, err := ex.RecordInbox(ctx, now, "t", "m1"); err != nil || !first {
 		t.Fatalf("m1 after the purge: %v, %v; want first again", first, err)
+	}
+}
+
+// Each store has an identity of its own, which stays as it is: read twice,
+// in a transaction, after messages were added; another store, as a store
+// made again in place of a deleted one would be, has another.
+func testOutboxIdentity(t *testing.T, h Harness) {
+	ctx := context.Background()
+	read := func(ex store.Executor) store.OutboxIdentity {
+		t.Helper()
+		id, err := ex.OutboxIdentity(ctx)
+		if err != nil {
+			t.Fatalf("outbox identity: %v", err)
+		}
+		return id
+	}
+	s := migrated(t, h)
+	first := read(s.Executor())
+	if len(first.StoreID) != 16 || strings.Trim(first.StoreID, "0123456789abcdef") != "" || first.LegacyThrough != 0 {
+		t.Fatalf("identity of a new store: %+v; want 16 hex digits and no legacy messages", first)
+	}
+	addOutbox(t, s.Executor(), now, store.OutboxMessage{Topic: "t"}, store.OutboxMessage{Topic: "t"})
+	if again := read(s.Executor()); again != first {
+		t.Fatalf("identity read again: %+v, first %+v", again, first)
+	}
+	if err := h.Tx(t, s, false, func(ex store.Executor, _ func(string) error) error {
+		if inTx := read(ex); inTx != first {
+			return fmt.Errorf("identity in a transaction: %+v, outside %+v", inTx, first)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{first.StoreID: true}
+	for range 3 {
+		other := read(migrated(t, h).Executor())
+		if seen[other.StoreID] {
+			t.Fatalf("two stores have the identity %s", other.StoreID)
+		}
+		seen[other.StoreID] = true
 	}
 }
