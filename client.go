@@ -94,8 +94,11 @@ type Config struct {
 	// schedules once started (see PeriodicJob). Default none.
 	Periodic []PeriodicJob
 	// StuckAfter is how long an attempt may run before it is stuck: the
-	// stuck sweep takes it back (see SweepStuck), and so does an insert of
-	// its idempotency key. KindConfig.StuckAfter overrides it per kind.
+	// stuck sweep takes it back (see SweepStuck). An insert of its
+	// idempotency key takes it back too, but only once no worker holds it
+	// (its lease expired, its worker dead): a job whose lease heartbeats
+	// keep alive is never reclaimed by an insert, whatever the inserting
+	// client's StuckAfter. KindConfig.StuckAfter overrides it per kind.
 	// Default 10 min.
 	StuckAfter time.Duration
 	// SweepEvery is how often a started client runs the stuck sweep.

@@ -101,9 +101,11 @@ type KindConfig struct {
 	// Spec 03's writing and speaking SLAs are 20 and 60 minutes.
 	SLA time.Duration
 	// StuckAfter is how long an attempt of the kind may run before the
-	// stuck sweep, or an insert of its idempotency key, takes it back as
-	// stuck. Default Config.StuckAfter (10 min); raise it for kinds whose
-	// attempts legitimately run longer.
+	// stuck sweep of a client that registers the kind takes it back as
+	// stuck (an insert of its idempotency key takes it back only once its
+	// lease has expired, past the inserting client's threshold). Default
+	// Config.StuckAfter (10 min); raise it for kinds whose attempts
+	// legitimately run longer.
 	StuckAfter time.Duration
 }
 

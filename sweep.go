@@ -48,6 +48,16 @@ func (c *Client) stuckAfter(kind string) time.Duration {
 	return c.cfg.StuckAfter
 }
 
+// minStuckAfter is the shortest StuckAfter of Config and the kinds the
+// client registers.
+func (c *Client) minStuckAfter() time.Duration {
+	d := c.cfg.StuckAfter
+	for kind := range c.kinds {
+		d = min(d, c.stuckAfter(kind))
+	}
+	return d
+}
+
 // SweepStuck runs the stuck sweep once (a started client runs it every
 // Config.SweepEvery). For the kinds this client registers (another
 // process's kinds may allow their attempts longer), it looks at the
@@ -97,7 +107,10 @@ func (c *Client) sweepStuck(ctx context.Context, now time.Time) (SweepResult, er
 				"kind", n.Kind, "queue", n.Queue, "state", string(n.State), "jobs", n.Stuck, "waiting_longer_than", c.cfg.StuckAfter)
 		}
 	}
-	jobs, err := c.ex.ListStuck(ctx, before, sweepLimit)
+	// The running attempts are listed from the shortest threshold of the
+	// kinds this client registers, so that a kind stuck sooner than
+	// Config.StuckAfter is swept at its own threshold.
+	jobs, err := c.ex.ListStuck(ctx, now.Add(-c.minStuckAfter()), sweepLimit)
 	if err != nil {
 		return res, fmt.Errorf("weir: stuck sweep: list: %w", err)
 	}

@@ -111,9 +111,11 @@ const (
 	// dead-letter store; requeue it from there to run it again.
 	DuplicateFinal InsertOutcome = "duplicate_final"
 	// Reclaimed: a job with the key had been running for longer than the
-	// stuck threshold; it was made available to run again, its lease
+	// stuck threshold and no worker held it (its lease had expired and
+	// was not rescued yet); it was made available to run again, its lease
 	// dropped, and an AttemptError of type ErrorTypeStuck recorded for the
-	// attempt that never finished.
+	// attempt that never finished. A running job whose lease is alive is
+	// never reclaimed: the insert is DuplicateRunning.
 	Reclaimed InsertOutcome = "reclaimed"
 )
 

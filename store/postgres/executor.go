@@ -51,7 +51,10 @@ func newQueries(schema, channel string) queries {
 		workflowQueries:  newWorkflowQueries(schema),
 		// Inserts a job, or, on a conflict with a job of the same key,
 		// locks that job and reclaims it if it is stuck: running, with its
-		// attempt started before the cutoff ($12). It returns the row only
+		// attempt started before the cutoff ($12), and no worker holding it
+		// (its lease ended before $14, or it has none: a lease that
+		// heartbeats keep alive is never reclaimed, however long the
+		// attempt runs; RescueExpired reads expiry the same way). It returns the row only
 		// when it inserted (xmax = 0) or reclaimed it; byKey then reads the
 		// job it conflicted with.
 		insert: `INSERT INTO ` + schema + `.weir_jobs AS j
@@ -73,6 +76,7 @@ ON CONFLICT (idempotency_key) WHERE idempotency_key <> '' DO UPDATE SET
 			|| ' without finishing',
 		'type', '` + weirtype.ErrorTypeStuck + `'))
 WHERE j.state = 'running' AND j.attempted_at < $12::timestamptz
+	AND (j.lease_expires_at IS NULL OR j.lease_expires_at < $14::timestamptz)
 RETURNING ` + jobColumns + `, (j.xmax = 0) AS inserted`,
 		// Reads the job a keyed insert found. The insert's ON CONFLICT DO
 		// UPDATE has already locked it (PostgreSQL locks the conflicting
@@ -160,15 +164,17 @@ func (e executor) Insert(ctx context.Context, now time.Time, jobs []store.Insert
 	if len(ps) == 0 {
 		return []store.InsertResult{}, nil
 	}
+	// A lease that ends before expiredBefore has expired (see RescueExpired).
+	expiredBefore := microCeil(now)
 	now = now.UTC().Truncate(time.Microsecond)
 	if e.tx != nil {
-		return e.s.insert(ctx, e.tx, now, ps)
+		return e.s.insert(ctx, e.tx, now, expiredBefore, ps)
 	}
 	for attempt := 1; ; attempt++ {
 		var res []store.InsertResult
 		err := pgx.BeginTxFunc(ctx, e.s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 			var err error
-			res, err = e.s.insert(ctx, tx, now, ps)
+			res, err = e.s.insert(ctx, tx, now, expiredBefore, ps)
 			return err
 		})
 		if err == nil {
@@ -185,7 +191,7 @@ func (e executor) Insert(ctx context.Context, now time.Time, jobs []store.Insert
 // when it has a key, by the read of the job it may have conflicted with.
 // The batch ends with one statement that announces the queues of the jobs
 // made available, each once (see Store.Listen).
-func (s *Store) insert(ctx context.Context, tx pgx.Tx, now time.Time, ps []store.InsertParams) ([]store.InsertResult, error) {
+func (s *Store) insert(ctx context.Context, tx pgx.Tx, now, expiredBefore time.Time, ps []store.InsertParams) ([]store.InsertResult, error) {
 	at := now.Format(time.RFC3339Nano) // as encoding/json writes a time
 	b := &pgx.Batch{}
 	var (
@@ -216,7 +222,7 @@ func (s *Store) insert(ctx context.Context, tx pgx.Tx, now time.Time, ps []store
 		b.Queue(s.sql.insert,
 			p.Kind, p.Queue, string(p.Payload), string(p.InitialState(now)), p.MaxAttempts,
 			p.IdempotencyKey, p.Source, p.Priority, scheduledAt, now, nullTime(p.DeadlineAt),
-			cutoff, at)
+			cutoff, at, expiredBefore)
 		if p.IdempotencyKey != "" {
 			b.Queue(s.sql.byKey, p.IdempotencyKey)
 		}

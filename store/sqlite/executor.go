@@ -186,14 +186,20 @@ func (e executor) insertOne(ctx context.Context, tx *sql.Tx, now time.Time, p st
 }
 
 // duplicateOutcome is what an insert of the key of job does at time now.
-// A running job is stuck when it has been running for strictly longer
-// than stuckAfter.
+// A running job is reclaimed only when it is stuck and no worker holds it:
+// it has been running for strictly longer than stuckAfter, and its lease
+// has expired (ended before now, as RescueExpired reads it) or it has
+// none. A job whose lease is alive is a duplicate however long it has
+// run: its worker heartbeats, and its kind may allow it longer than the
+// inserting process knows (the stuck sweep of a process that registers
+// the kind takes back one that hangs).
 func duplicateOutcome(job *weirtype.Job, now time.Time, stuckAfter time.Duration) (weirtype.InsertOutcome, error) {
 	switch job.State {
 	case weirtype.StateAvailable, weirtype.StateScheduled:
 		return weirtype.DuplicatePending, nil
 	case weirtype.StateRunning:
-		if now.Sub(job.AttemptedAt) > stuckAfter {
+		leaseAlive := !job.LeaseExpiresAt.IsZero() && !job.LeaseExpiresAt.Before(storedTime(now))
+		if now.Sub(job.AttemptedAt) > stuckAfter && !leaseAlive {
 			return weirtype.Reclaimed, nil
 		}
 		return weirtype.DuplicateRunning, nil
@@ -205,8 +211,9 @@ func duplicateOutcome(job *weirtype.Job, now time.Time, stuckAfter time.Duration
 	return "", fmt.Errorf("job %d has unknown state %q", job.ID, job.State)
 }
 
-// reclaim makes the stuck running job available again at now, drops its
-// lease and records the attempt that never finished.
+// reclaim makes the stuck running job, whose lease has expired, available
+// again at now, drops its lease and records the attempt that never
+// finished.
 func reclaim(ctx context.Context, tx *sql.Tx, now time.Time, job *weirtype.Job) (*weirtype.Job, error) {
 	running := now.Sub(job.AttemptedAt)
 	errs := append(job.Errors, weirtype.AttemptError{

@@ -63,6 +63,7 @@ func Run(t *testing.T, h Harness) {
 		{"IdempotentDuplicateOfPending", testDuplicatePending},
 		{"IdempotentOutcomesByState", testDuplicateByState},
 		{"IdempotentStuckBoundary", testStuckBoundary},
+		{"IdempotentLiveLeaseIsNeverReclaimed", testLiveLeaseNotReclaimed},
 		{"IdempotentConcurrentInserts", testConcurrentSameKey},
 		{"IdempotentWithinOneBatch", testSameKeyInBatch},
 		{"IdempotentBatchOfACompletedKey", testCompletedKeyTwiceInBatch},
@@ -308,6 +309,68 @@ func testStuckBoundary(t *testing.T, h Harness) {
 	}
 	if r := insertOne(t, s.Executor(), now.Add(time.Microsecond), store.InsertParams{Kind: "k", IdempotencyKey: "boundary", StuckAfter: 10 * time.Minute}); r.Outcome != weirtype.Reclaimed {
 		t.Fatalf("running StuckAfter + 1µs: %s, want reclaimed", r.Outcome)
+	}
+}
+
+// An insert of the key of a running job whose lease is alive (its worker
+// heartbeats) never reclaims it, however long it has run and whatever the
+// inserter's StuckAfter: only once the lease has expired unrescued (or the
+// job has none) is a job past StuckAfter reclaimed.
+func testLiveLeaseNotReclaimed(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := migrated(t, h)
+	ex := s.Executor()
+	started := now.Add(-30 * time.Minute)
+	insertOne(t, ex, started.Add(-time.Second), store.InsertParams{Kind: "k", Queue: "live", IdempotencyKey: "live"})
+	got := claim(t, ex, started, "live", "w1", 1)
+	if len(got) != 1 {
+		t.Fatalf("claimed %v, want one job", ids(got))
+	}
+	j := got[0]
+	// The worker's heartbeats keep the lease: it now ends at now+lease.
+	if lost, err := ex.Heartbeat(ctx, now, []store.Lease{store.LeaseOf(j)}, lease); err != nil || len(lost) != 0 {
+		t.Fatalf("heartbeat: lost %v, %v", lost, err)
+	}
+	for _, at := range []time.Time{now, now.Add(lease)} { // up to the lease's end: alive
+		r := insertOne(t, ex, at, store.InsertParams{Kind: "k", IdempotencyKey: "live", StuckAfter: time.Minute})
+		if r.Outcome != weirtype.DuplicateRunning || r.Job.ID != j.ID {
+			t.Fatalf("insert at %v, %v after the attempt began, its lease alive: %s of job %d, want duplicate_running of %d",
+				at, at.Sub(started), r.Outcome, r.Job.ID, j.ID)
+		}
+		cur := getJob(t, ex, j.ID)
+		if cur.State != weirtype.StateRunning || cur.LeaseOwner != "w1" || cur.Attempt != 1 || len(cur.Errors) != 0 {
+			t.Fatalf("the insert changed the running job: %+v", *cur)
+		}
+	}
+	if _, err := ex.Complete(ctx, now, store.LeaseOf(j)); err != nil {
+		t.Fatalf("the worker lost its job to the insert: %v", err)
+	}
+
+	// A job whose lease expired (its worker died) and that the rescue has
+	// not reached yet is reclaimed, once past StuckAfter.
+	insertOne(t, ex, started.Add(-time.Second), store.InsertParams{Kind: "k", Queue: "dead-worker", IdempotencyKey: "dead-worker"})
+	got = claim(t, ex, started, "dead-worker", "w2", 1)
+	if len(got) != 1 {
+		t.Fatalf("claimed %v, want one job", ids(got))
+	}
+	if _, err := ex.Heartbeat(ctx, now, []store.Lease{store.LeaseOf(got[0])}, lease); err != nil {
+		t.Fatal(err)
+	}
+	after := now.Add(lease + time.Microsecond)
+	r := insertOne(t, ex, after, store.InsertParams{Kind: "k", IdempotencyKey: "dead-worker", StuckAfter: time.Minute})
+	if r.Outcome != weirtype.Reclaimed || r.Job.ID != got[0].ID || r.Job.State != weirtype.StateAvailable {
+		t.Fatalf("insert after the lease expired: %s of job %d (%s), want reclaimed of %d", r.Outcome, r.Job.ID, r.Job.State, got[0].ID)
+	}
+	// Within StuckAfter a job whose lease expired is still a duplicate: the
+	// rescue takes it back.
+	insertOne(t, ex, now.Add(-time.Minute), store.InsertParams{Kind: "k", Queue: "young", IdempotencyKey: "young"})
+	got = claim(t, ex, now, "young", "w3", 1)
+	if len(got) != 1 {
+		t.Fatalf("claimed %v, want one job", ids(got))
+	}
+	r = insertOne(t, ex, now.Add(2*lease), store.InsertParams{Kind: "k", IdempotencyKey: "young", StuckAfter: 10 * time.Minute})
+	if r.Outcome != weirtype.DuplicateRunning {
+		t.Fatalf("insert within StuckAfter, the lease expired: %s, want duplicate_running", r.Outcome)
 	}
 }
 
