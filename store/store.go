@@ -415,7 +415,9 @@ type DeadLetterFilter struct {
 	// IDs, when not nil, restricts to those dead letters: an empty,
 	// non-nil IDs matches none, so that purging an empty selection
 	// purges nothing.
-	IDs    []int64
+	IDs []int64
+	// JobID, when not 0, restricts to the dead letters of that job.
+	JobID  int64
 	Kind   string
 	Queue  string
 	Reason weirtype.AbandonReason
