@@ -5,11 +5,13 @@
 // an HTTP credential header as an upstream may echo it back
 // (Authorization, Proxy-Authorization, X-Api-Key, Api-Key, Cookie, in
 // header or JSON form, and a bare "Bearer <token>"), and the exact values
-// of secrets the caller names (a configured API key).
+// of secrets the caller names (a configured API key, or what Credentials
+// reads from a request).
 package redact
 
 import (
 	"errors"
+	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
@@ -27,8 +29,10 @@ var (
 	// urlUserinfo finds scheme://user:password@ in text.
 	urlUserinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@"'<>]*):([^\s@/"'<>]+)@`)
 	// credentialHeader finds a credential header and its value, in header
-	// form (Authorization: Bearer x) or JSON form ("authorization":"x").
-	credentialHeader = regexp.MustCompile(`(?i)("?(?:proxy-)?authorization"?\s*[:=]\s*"?|"?x-api-key"?\s*[:=]\s*"?|"?api[-_]key"?\s*[:=]\s*"?|"?cookie"?\s*[:=]\s*"?)([^"\r\n,}]+)`)
+	// form (Authorization: Bearer x), JSON form ("authorization":"x"), as
+	// JSON or Go print an http.Header ("Authorization":["x"],
+	// map[Authorization:[x]]).
+	credentialHeader = regexp.MustCompile(`(?i)("?(?:(?:proxy-)?authorization|x-api-key|api[-_]key|cookie)"?\s*[:=]\s*\[?\s*"?)([^"\r\n,}\]]+)`)
 	// bearer finds a bare bearer or basic credential.
 	bearer = regexp.MustCompile(`(?i)\b(bearer|basic)\s+([A-Za-z0-9\-._~+/]+=*)`)
 )
@@ -58,6 +62,40 @@ func String(s string, secrets ...string) string {
 	})
 	s = bearer.ReplaceAllString(s, "$1 "+Mask)
 	return s
+}
+
+// credentialHeaders are the request headers whose values are credentials.
+var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Api-Key", "X-Api-Key", "Cookie"}
+
+// Credentials returns the secrets a request carries, to pass to String or
+// Error so that they are removed in whatever form an upstream echoes them:
+// the value of each credential header (Authorization, Proxy-Authorization,
+// Api-Key, X-Api-Key, Cookie), the token after an auth scheme ("Bearer
+// x" gives x too), each cookie's value, and the URL's password. Either
+// argument may be nil.
+func Credentials(h http.Header, u *url.URL) []string {
+	var out []string
+	for _, name := range credentialHeaders {
+		for _, v := range h[name] {
+			v = strings.TrimSpace(v)
+			out = append(out, v)
+			if _, token, ok := strings.Cut(v, " "); ok && name != "Cookie" {
+				out = append(out, strings.TrimSpace(token))
+			}
+			if name == "Cookie" {
+				cookies, _ := http.ParseCookie(v)
+				for _, c := range cookies {
+					out = append(out, c.Value)
+				}
+			}
+		}
+	}
+	if u != nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok {
+			out = append(out, pw, url.QueryEscape(pw), url.PathEscape(pw))
+		}
+	}
+	return out
 }
 
 // URL returns raw with its password, if any, replaced by Mask. A raw
