@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/internal/redact"
 	"github.com/weirhq/weir/resilience/breaker"
 	"github.com/weirhq/weir/resilience/retry"
 	"github.com/weirhq/weir/resilience/timeout"
@@ -31,7 +32,8 @@ type Config struct {
 	Base http.RoundTripper
 	// Retry is the retry policy, built with retry.New. Its zero value is
 	// retry's default: 6 attempts in all, waits from 1 s doubling to 60 s
-	// with ±20% jitter, no TTL. Its Retryable field is ignored: the
+	// with ±20% jitter, no TTL, a Retry-After honoured in full up to 10
+	// minutes. Its Retryable field is ignored: the
 	// transport classifies each attempt itself (see the package doc).
 	// Its OnRetry, if set, is called after the retried response has been
 	// drained. Its Logger defaults to Logger. Its Clock times the waits and
@@ -41,13 +43,22 @@ type Config struct {
 	// be shared with other transports and callers of the same dependency.
 	// Default nil: no breaker.
 	Breaker *breaker.Breaker
+	// MaxRetryAfter is the longest Retry-After the transport waits for; a
+	// response asking for a longer wait is returned at once, and GiveUp
+	// tells reason retry_after_exceeds_limit. It is Retry.MaxRetryAfter
+	// under a name of its own: set either, or both to the same value.
+	// Default 10 minutes (retry.DefaultMaxRetryAfter). Must not be
+	// negative.
+	MaxRetryAfter time.Duration
 	// AttemptTimeout is how long each attempt may wait for its response
 	// headers; the body is not timed. Default 0: no per-attempt timeout
 	// (the caller's context still applies). Must not be negative.
 	AttemptTimeout time.Duration
 	// RetryNonIdempotent retries requests that are not idempotent (a POST
 	// or PATCH without an idempotency-key header) as if they were: on
-	// statuses and on timeouts and resets, not only on dial errors.
+	// every retryable status and on timeouts and resets, not only on dial
+	// errors, a 429 and a 503 with a Retry-After. Set it for calls that
+	// change nothing but what they cost, such as an LLM's completions.
 	// Default false.
 	RetryNonIdempotent bool
 	// MaxBufferedBody is the largest request body, in bytes, that is read
@@ -93,6 +104,9 @@ func New(cfg Config) (*Transport, error) {
 	if cfg.MaxBufferedBody < 0 {
 		return nil, fmt.Errorf("transport: MaxBufferedBody %d is negative", cfg.MaxBufferedBody)
 	}
+	if cfg.MaxRetryAfter < 0 {
+		return nil, fmt.Errorf("transport: MaxRetryAfter %v is negative", cfg.MaxRetryAfter)
+	}
 	t := &Transport{
 		base:           cfg.Base,
 		breaker:        cfg.Breaker,
@@ -102,6 +116,14 @@ func New(cfg Config) (*Transport, error) {
 		logger:         cfg.Logger,
 	}
 	rc := cfg.Retry
+	switch {
+	case cfg.MaxRetryAfter == 0:
+	case rc.MaxRetryAfter == 0:
+		rc.MaxRetryAfter = cfg.MaxRetryAfter
+	case rc.MaxRetryAfter != cfg.MaxRetryAfter:
+		return nil, fmt.Errorf("transport: MaxRetryAfter %v and Retry.MaxRetryAfter %v differ; set one",
+			cfg.MaxRetryAfter, rc.MaxRetryAfter)
+	}
 	// Each attempt marks the errors it must not retry Permanent, since
 	// that depends on the request; a policy-wide classifier cannot know.
 	rc.Retryable = retry.IsRetryable
@@ -129,18 +151,24 @@ func New(cfg Config) (*Transport, error) {
 
 // StatusError is the error an attempt that got a retryable status gives the
 // retry policy. Config.Retry.OnRetry sees it in Event.Err, and RoundTrip
-// returns it, inside a *retry.Error, when the caller's context ends while
+// returns it, inside an *Error, when the caller's context ends while
 // waiting to retry such a response. When the policy stops on it otherwise,
-// RoundTrip returns the response itself, not an error.
+// RoundTrip returns the response itself, not an error, and GiveUp reads
+// the *Error from the response.
 type StatusError struct {
 	// StatusCode and Status are the response's.
 	StatusCode int
 	Status     string
 
 	resp *http.Response // until it is drained or returned
+	// notRetried says why a retryable status is not retried, if it is not.
+	notRetried string
 }
 
 func (e *StatusError) Error() string {
+	if e.notRetried != "" {
+		return "transport: response status " + e.Status + " not retried: " + e.notRetried
+	}
 	return "transport: retryable response status " + e.Status
 }
 
@@ -152,10 +180,12 @@ func (e *StatusError) takeResponse() *http.Response {
 
 // RoundTrip sends req, retrying as the package doc describes. It never
 // changes req, and closes req.Body on every path, as a RoundTripper must.
+// An error it returns after any attempt is an *Error; a response it
+// returns after giving up on a retryable status carries one for GiveUp.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c := &call{t: t, req: req, idempotent: t.retryAll || Idempotent(req)}
 	if err := c.prepareBody(); err != nil {
-		return nil, err
+		return nil, c.redact(err)
 	}
 	err := t.policy.Do(req.Context(), c.attempt)
 	if c.first != nil { // no attempt took the caller's body
@@ -165,16 +195,30 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err == nil {
 		return c.final, nil
 	}
-	if se, ok := errors.AsType[*StatusError](err); ok {
+	re, _ := errors.AsType[*retry.Error](err)
+	te := &Error{Attempts: c.attempts, LastStatus: c.lastStatus, Err: err}
+	if re != nil {
+		te.Reason, te.Detail = re.Reason, re.Detail
+	}
+	se, _ := errors.AsType[*StatusError](err)
+	switch {
+	case te.Detail != "":
+	case se != nil && se.notRetried != "":
+		te.Detail = se.notRetried
+	case errors.Is(err, breaker.ErrOpen):
+		te.Detail = "the breaker is open"
+	}
+	te.Detail = redact.String(te.Detail, c.secrets()...)
+	if se != nil {
 		if resp := se.takeResponse(); resp != nil {
-			re, _ := errors.AsType[*retry.Error](err)
-			if re == nil || re.Reason != retry.ReasonCancelled {
+			if te.Reason != retry.ReasonCancelled {
+				attach(resp, req, te)
 				return resp, nil
 			}
 			resp.Body.Close()
 		}
 	}
-	return nil, err
+	return nil, te
 }
 
 // CloseIdleConnections closes the idle connections of the base transport, if
@@ -198,6 +242,30 @@ type call struct {
 	getBody  func() (io.ReadCloser, error)
 	attempts int
 	final    *http.Response
+	// lastStatus is the status of the last response an attempt got.
+	lastStatus int
+	// creds are the request's credentials, read when first needed.
+	creds     []string
+	credsRead bool
+}
+
+// secrets returns the credentials the request carries, to remove from
+// every error and log line of the call.
+func (c *call) secrets() []string {
+	if !c.credsRead {
+		c.creds = redact.Credentials(c.req.Header, c.req.URL)
+		c.credsRead = true
+	}
+	return c.creds
+}
+
+// redact returns err with the request's credentials, and those an
+// upstream may have echoed, removed from its message; it unwraps to err.
+func (c *call) redact(err error) error {
+	if err == nil {
+		return nil
+	}
+	return redact.Error(err, c.secrets()...)
 }
 
 // prepareBody makes the request's body replayable, buffering it if it has no
@@ -276,10 +344,15 @@ func (c *call) body() (io.ReadCloser, error) {
 }
 
 // attempt is one try, run by the retry policy. It returns nil when the
-// response is final (c.final), a *StatusError for a response to retry, and
-// the transport error otherwise, marked Permanent when it must not be
-// retried.
+// response is final (c.final), a *StatusError for a response to retry (or
+// not to retry, marked Permanent), and the transport error otherwise,
+// marked Permanent when it must not be retried. The error's message has
+// credentials removed: the policy logs it.
 func (c *call) attempt(ctx context.Context) error {
+	return c.redact(c.try(ctx))
+}
+
+func (c *call) try(ctx context.Context) error {
 	c.attempts++
 	body, err := c.body()
 	if err != nil {
@@ -337,23 +410,56 @@ func (c *call) judge(ctx context.Context, resp *http.Response, err error) error 
 		}
 		return err
 	}
-	if !RetryableStatus(resp.StatusCode) || !c.idempotent || !c.replayable() || c.breakerOpened() != nil {
+	c.lastStatus = resp.StatusCode
+	if !RetryableStatus(resp.StatusCode) {
 		c.final = resp
 		return nil
 	}
 	se := &StatusError{StatusCode: resp.StatusCode, Status: resp.Status, resp: resp}
-	if v, ok := resp.Header["Retry-After"]; ok && len(v) > 0 {
-		d, perr := ParseRetryAfter(v[0], c.t.clock.Now())
-		if perr == nil {
-			return retry.After(se, d)
-		}
-		if c.t.logger != nil {
-			c.t.logger.LogAttrs(ctx, slog.LevelWarn, "ignoring retry-after",
-				slog.Int("attempt", c.attempts), slog.Int("status", resp.StatusCode),
-				slog.String("err", perr.Error()))
-		}
+	hint, hinted := c.retryAfter(ctx, resp)
+	switch {
+	case !c.replayable():
+		se.notRetried = "the request body cannot be sent again"
+	case !c.idempotent && !notProcessed(resp.StatusCode, hinted):
+		se.notRetried = c.req.Method + " is not idempotent and the status does not say the request was not processed"
+	}
+	if se.notRetried != "" {
+		return retry.Permanent(se)
+	}
+	if open := c.breakerOpened(); open != nil {
+		return retry.Permanent(fmt.Errorf("%w; %w", se, open))
+	}
+	if hinted {
+		return retry.After(se, hint)
 	}
 	return se
+}
+
+// notProcessed reports a status that says the server did not act on the
+// request, so that even a request that is not idempotent can be sent
+// again: 429 Too Many Requests, and 503 Service Unavailable with a
+// Retry-After.
+func notProcessed(code int, retryAfter bool) bool {
+	return code == http.StatusTooManyRequests || (code == http.StatusServiceUnavailable && retryAfter)
+}
+
+// retryAfter reads the response's Retry-After header; one that cannot be
+// parsed is logged and ignored.
+func (c *call) retryAfter(ctx context.Context, resp *http.Response) (time.Duration, bool) {
+	v, ok := resp.Header["Retry-After"]
+	if !ok || len(v) == 0 {
+		return 0, false
+	}
+	d, err := ParseRetryAfter(v[0], c.t.clock.Now())
+	if err == nil {
+		return d, true
+	}
+	if c.t.logger != nil {
+		c.t.logger.LogAttrs(ctx, slog.LevelWarn, "ignoring retry-after",
+			slog.Int("attempt", c.attempts), slog.Int("status", resp.StatusCode),
+			slog.String("err", redact.String(err.Error(), c.secrets()...)))
+	}
+	return 0, false
 }
 
 // breakerOpened returns the breaker's refusal if the breaker is open now,
