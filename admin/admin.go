@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/weirhq/weir/clock"
@@ -160,24 +161,53 @@ func New(cfg Config) (http.Handler, error) {
 // can.
 func guard(token string, next http.Handler) http.Handler {
 	h := requireJSON(next)
-	h = authenticate(token, h)
+	if token != "" {
+		h = authenticate(h, "weir admin", "missing or wrong admin token: send Authorization: Bearer <token> (WEIR_ADMIN_TOKEN)", token)
+	}
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, "cross-origin request refused: the admin API takes unsafe requests from its own origin only")
 	}))
 	h = cop.Handler(h)
 	if token == "" {
-		h = loopbackHost(h)
+		h = loopbackHost(h, "without an admin token the admin API answers only to a loopback host (127.0.0.1, [::1], localhost)")
 	}
 	return h
 }
 
+// Protect guards next, a handler of weir's data beside the admin API (the
+// service's read API, its metrics, the console's files), with the admin
+// API's defences against other sites. Without tokens (empty ones are
+// ignored), a request whose Host is not a loopback IP or localhost gets
+// 403: a page that rebinds its own name to 127.0.0.1 (DNS rebinding)
+// sends its own name as the Host, and so cannot read what a loopback
+// server serves. With tokens, every request must carry one of them as
+// "Authorization: Bearer <token>", or gets 401; hint, when set, says in
+// that answer where the token is configured. The errors are JSON, as the
+// admin API's.
+func Protect(next http.Handler, hint string, tokens ...string) http.Handler {
+	var set []string
+	for _, t := range tokens {
+		if t != "" {
+			set = append(set, t)
+		}
+	}
+	if len(set) == 0 {
+		return loopbackHost(next, "without a token weir answers only to a loopback host (127.0.0.1, [::1], localhost)")
+	}
+	msg := "missing or wrong token: send Authorization: Bearer <token>"
+	if hint != "" {
+		msg += " (" + hint + ")"
+	}
+	return authenticate(next, "weir", msg, set...)
+}
+
 // loopbackHost refuses, with 403, a request whose Host is not a loopback
-// IP or localhost, with or without a port.
-func loopbackHost(next http.Handler) http.Handler {
+// IP or localhost, with or without a port; why ends the answer.
+func loopbackHost(next http.Handler, why string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !isLoopbackHost(r.Host) {
-			writeError(w, http.StatusForbidden, fmt.Sprintf("host %s refused: without an admin token the admin API answers only to a loopback host (127.0.0.1, [::1], localhost)", clip(r.Host)))
+			writeError(w, http.StatusForbidden, fmt.Sprintf("host %s refused: %s", clip(r.Host), why))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -235,34 +265,41 @@ func numericLast(path string) bool {
 	return err == nil
 }
 
-// authenticate lets through the requests that carry token as a bearer
-// token, and answers 401 to the others; an empty token lets all through.
-func authenticate(token string, next http.Handler) http.Handler {
-	if token == "" {
-		return next
+// authenticate lets through the requests that carry one of tokens as a
+// bearer token, and answers the others 401 with msg.
+func authenticate(next http.Handler, realm, msg string, tokens ...string) http.Handler {
+	want := make([][sha256.Size]byte, len(tokens))
+	for i, t := range tokens {
+		want[i] = sha256.Sum256([]byte(t))
 	}
-	want := sha256.Sum256([]byte(token))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !tokenOK(r.Header.Get("Authorization"), want) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="weir admin"`)
-			writeError(w, http.StatusUnauthorized, "missing or wrong admin token: send Authorization: Bearer <token> (WEIR_ADMIN_TOKEN)")
+			w.Header().Set("WWW-Authenticate", `Bearer realm="`+realm+`"`)
+			writeError(w, http.StatusUnauthorized, msg)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// tokenOK reports whether the Authorization header carries the bearer
-// token whose SHA-256 digest is want. It compares digests in constant
-// time, so that the time taken says nothing of how much of the token, or
-// of its length, a guess got right.
-func tokenOK(header string, want [sha256.Size]byte) bool {
+// tokenOK reports whether the Authorization header carries a bearer token
+// whose SHA-256 digest is one of want. It compares digests in constant
+// time, and with every one of want, so that the time taken says nothing
+// of how much of a token, or of its length, a guess got right, nor of
+// which token it was near.
+func tokenOK(header string, want [][sha256.Size]byte) bool {
 	scheme, got, found := strings.Cut(header, " ")
 	if !found || !strings.EqualFold(scheme, "Bearer") {
 		return false
 	}
 	sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
-	return subtle.ConstantTimeCompare(sum[:], want[:]) == 1
+	ok := false
+	for _, w := range want {
+		if subtle.ConstantTimeCompare(sum[:], w[:]) == 1 {
+			ok = true
+		}
+	}
+	return ok
 }
 
 type handler struct {
@@ -305,10 +342,21 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusNotFound, err.Error())
 	case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrFinal):
 		writeError(w, http.StatusConflict, err.Error())
+	case ClientGone(r, err):
+		h.log.Debug("admin request ended by the client", "method", r.Method, "path", r.URL.Path, "err", err)
 	default:
 		h.log.Error("admin request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		writeError(w, http.StatusInternalServerError, "internal error")
 	}
+}
+
+// ClientGone reports whether err, met while serving r, is the client's
+// going away rather than a failure of the server's: r's context was
+// cancelled (the client disconnected, or the server is shutting down),
+// or writing the answer found the connection broken or reset.
+func ClientGone(r *http.Request, err error) bool {
+	return errors.Is(err, context.Canceled) || r.Context().Err() != nil ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // now is the handler's clock's time.

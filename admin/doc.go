@@ -35,6 +35,10 @@
 // address, and the handler then answers 403 to a request whose Host is not
 // a loopback IP or localhost (DNS rebinding).
 //
+// Protect gives the same defence to the handlers served beside the admin
+// API (weir run's read API, its metrics, the console's files): without a
+// token only a loopback Host is answered; with tokens, one must be sent.
+//
 // Against a hostile page in the operator's browser (CSRF), every POST must
 // send Content-Type: application/json, with a body or without, or gets
 // 415; and an unsafe cross-origin browser request gets 403
@@ -45,14 +49,16 @@
 // Every error is JSON, {"error": "..."}. A bad request gets a 4xx that
 // names the problem, never a 500: 400 for a bad parameter (an unknown
 // parameter or state, a malformed id, time or cursor, a time before 1970,
-// a limit out of range), 401 without the token, 403 as above, 404 for an unknown path or a missing
+// a limit out of range, a key given twice in a body), 401 without the token, 403 as above, 404 for an unknown path or a missing
 // job, dead letter, workflow or breaker, 405 (with Allow) for a known path
 // asked with another method, 409 for an operation the object's state
 // refuses (retrying a running job, cancelling a finished one), 413 for a
 // body over Config.MaxBodyBytes (default 1 MiB), 415 for a POST without
 // Content-Type: application/json. A store's refusal of a parameter is a
 // 400 saying only "invalid parameter", its text logged. A failure on the server's side is a 500 whose body says only
-// "internal error"; the error goes to Config.Logger.
+// "internal error"; the error goes to Config.Logger. A request whose
+// client went away (a cancelled request, a broken pipe) is logged at debug
+// level: it is no failure of the server's.
 //
 // Lists return at most limit items (default 50, at most 500) and a cursor
 // to the next page, null on the last one: next_before for jobs (ids

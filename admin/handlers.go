@@ -226,7 +226,11 @@ func (h *handler) exportDeadLetters(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = bw.Flush()
 	}
-	if err != nil {
+	switch {
+	case err == nil:
+	case ClientGone(r, err):
+		h.log.Debug("admin export of dead letters ended by the client", "written", n, "err", err)
+	default:
 		h.log.Error("admin export of dead letters cut short", "written", n, "err", err)
 	}
 }

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -268,34 +269,113 @@ func (b FilterBody) filter(now time.Time) (store.DeadLetterFilter, error) {
 }
 
 // decodeBody reads r's JSON body, at most max bytes, into v: one object,
-// with no unknown field.
+// with no unknown field and no key given twice. Every handler that reads a
+// body reads it here.
 func decodeBody(w http.ResponseWriter, r *http.Request, max int64, v any) error {
 	if err := checkJSONType(r); err != nil {
 		return &badRequest{status: http.StatusUnsupportedMediaType, msg: err.Error()}
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, max))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
 	if err == nil {
-		// One value only: anything after it but space is an error.
-		if _, err2 := dec.Token(); err2 != io.EOF {
-			err = errors.New("more than one JSON value")
-			var mbe *http.MaxBytesError
-			if errors.As(err2, &mbe) {
-				err = err2
+		err = checkDuplicateKeys(body)
+	}
+	if err == nil {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		err = dec.Decode(v)
+		if err == nil {
+			// One value only: anything after it but space is an error.
+			if _, err2 := dec.Token(); err2 != io.EOF {
+				err = errors.New("more than one JSON value")
 			}
 		}
 	}
 	var mbe *http.MaxBytesError
+	var dup *duplicateKeyError
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &mbe):
 		return &badRequest{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("request body over %d bytes", mbe.Limit)}
+	case errors.As(err, &dup):
+		return bad("bad JSON body: %v", dup)
 	case errors.Is(err, io.EOF):
 		return bad("empty request body: want a JSON object")
 	default:
 		return bad("bad JSON body: %v", err)
+	}
+}
+
+// duplicateKeyError is a JSON object that names a key twice, which a
+// decoder would take silently, the last value winning.
+type duplicateKeyError struct{ path string }
+
+func (e *duplicateKeyError) Error() string {
+	return fmt.Sprintf("key %s given twice: give each key once", clip(e.path))
+}
+
+// checkDuplicateKeys returns a *duplicateKeyError naming the first key that
+// an object of the JSON text data gives twice, as its path ("filter.kind").
+// Keys are compared as the decoder matches them to fields, without regard
+// to case: "ids" and "IDs" are one key. Text that is not JSON is left to
+// the decoder to refuse.
+func checkDuplicateKeys(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	type frame struct {
+		object bool
+		keys   map[string]bool
+		path   string // of the object or array
+		key    string // the key whose value is read next (objects)
+		atKey  bool   // the next token of an object is a key
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil // the end, or not JSON: the decoder says which
+		}
+		top := (*frame)(nil)
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.object && top.atKey {
+			if d, ok := tok.(json.Delim); ok && d == '}' {
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			key, _ := tok.(string)
+			fold := strings.ToLower(key)
+			p := key
+			if top.path != "" {
+				p = top.path + "." + key
+			}
+			if top.keys[fold] {
+				return &duplicateKeyError{path: p}
+			}
+			top.keys[fold] = true
+			top.key, top.atKey = p, false
+			continue
+		}
+		// A value (or the end of an array): of the object's key, of an
+		// array, or the top.
+		path := ""
+		if top != nil {
+			if top.object {
+				path = top.key
+				top.atKey = true
+			} else {
+				path = top.path + "[]"
+			}
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{object: true, keys: map[string]bool{}, path: path, atKey: true})
+		case json.Delim('['):
+			stack = append(stack, &frame{path: path})
+		case json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
 	}
 }
 
