@@ -10,6 +10,11 @@
 //	GET  /readyz                        readiness: the database and the index answer
 //	GET  /metrics                       Prometheus metrics
 //
+// Every endpoint but /healthz and /readyz is guarded against other sites
+// (admin.Protect): with Config.Tokens, a request must carry one as a
+// bearer token; without, only a request whose Host is a loopback IP or
+// localhost is answered (DNS rebinding). The probes answer any Host.
+//
 // Errors are JSON, {"error": "..."}, with a 4xx status that names the
 // problem for a bad request: 400 for a bad parameter, 404 for an unknown
 // path or document, 405 (with an Allow header) for a known path asked with
@@ -35,6 +40,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weirhq/weir/admin"
 	"github.com/weirhq/weir/pipeline"
 	"github.com/weirhq/weir/search"
 )
@@ -59,6 +65,19 @@ type Config struct {
 	// Logger receives the errors of requests that failed on the server's
 	// side. Default slog.Default().
 	Logger *slog.Logger
+	// Tokens are the bearer tokens that open the read endpoints (search,
+	// documents, status, metrics, and the answers to unknown paths): a
+	// request to them must carry one ("Authorization: Bearer <token>"), or
+	// gets 401. Default none: then they answer only a request whose Host
+	// is a loopback IP or localhost, and 403 to any other, so that a page
+	// that rebinds its own name to a loopback address cannot read them.
+	// /healthz and /readyz are open to any Host without a token, for load
+	// balancers and probes; they say nothing but whether the service is
+	// up and ready. The admin API (Config.Admin) has its own guard.
+	Tokens []string
+	// TokenHint ends the answer to a request without a token, saying where
+	// the token is configured ("WEIR_READ_TOKEN"). Default none.
+	TokenHint string
 }
 
 // Limits of a search.
@@ -93,11 +112,20 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Metrics != nil {
 		routes = append(routes, route{http.MethodGet, "/metrics", cfg.Metrics})
 	}
+	// Every path but the probes is behind the guard, the answers to other
+	// methods and unknown paths included: a page on another site learns
+	// nothing from them.
+	guarded := func(path string, h http.Handler) http.Handler {
+		if path == "/healthz" || path == "/readyz" {
+			return h
+		}
+		return admin.Protect(h, cfg.TokenHint, cfg.Tokens...)
+	}
 	mux := http.NewServeMux()
 	var paths []string
 	allowed := map[string][]string{}
 	for _, rt := range routes {
-		mux.Handle(rt.method+" "+rt.path, rt.h)
+		mux.Handle(rt.method+" "+rt.path, guarded(rt.path, rt.h))
 		if _, ok := allowed[rt.path]; !ok {
 			paths = append(paths, rt.path)
 		}
@@ -113,17 +141,17 @@ func New(cfg Config) (http.Handler, error) {
 		methods := allowed[p]
 		slices.Sort(methods)
 		allow := strings.Join(methods, ", ")
-		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+		mux.Handle(p, guarded(p, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
 			writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s: use %s", r.Method, r.URL.Path, allow))
-		})
+		})))
 	}
 	if cfg.Admin != nil {
 		mux.Handle("/api/admin/", cfg.Admin)
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("/", guarded("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))
-	})
+	})))
 	return mux, nil
 }
 
@@ -216,8 +244,15 @@ func (h *handler) ready(w http.ResponseWriter, r *http.Request) {
 }
 
 // fail answers 500 for an error on the server's side, and logs it. The
-// answer does not carry the error, which may hold SQL or paths.
+// answer does not carry the error, which may hold SQL or paths. A request
+// whose client went away (its context cancelled, the connection broken)
+// is no failure of the server's: it is logged at debug level, and not
+// answered.
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if admin.ClientGone(r, err) {
+		h.log.Debug("request ended by the client", "method", r.Method, "path", r.URL.Path, "err", err)
+		return
+	}
 	h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	writeError(w, http.StatusInternalServerError, "internal error")
 }

@@ -126,6 +126,14 @@ type response struct {
 func do(t testing.TB, h http.Handler, method, target string, body io.Reader) response {
 	t.Helper()
 	req := httptest.NewRequest(method, target, body)
+	req.Host = "127.0.0.1:8080" // as from a client on the server's machine
+	return serve(t, h, req)
+}
+
+// serve serves req and checks the answer as do does.
+func serve(t testing.TB, h http.Handler, req *http.Request) response {
+	t.Helper()
+	method, target := req.Method, req.URL.String()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	res := response{code: rec.Code, header: rec.Header(), raw: rec.Body.String()}
@@ -460,7 +468,9 @@ func TestMetrics(t *testing.T) {
 	})
 	h, _ := newAPI(t, &fakeService{}, metrics)
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	req.Host = "localhost:8080"
+	h.ServeHTTP(rec, req)
 	if rec.Code != http.StatusOK || rec.Body.String() != "weir_up 1\n" {
 		t.Errorf("status %d, body %q: want the metrics handler's answer", rec.Code, rec.Body)
 	}
