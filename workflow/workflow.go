@@ -50,7 +50,10 @@ const DefaultStallAfter = time.Hour
 // Complete or Fail. An error fails the attempt, which the engine retries
 // after the step's backoff; once the step's attempts are spent, or for an
 // error marked retry.Permanent, the workflow fails with it (and the step's
-// job goes to the dead-letter store).
+// job goes to the dead-letter store). A failure of the engine's own read
+// or write of the workflow (a lost connection, a database restarting) is
+// not the state's: the step runs again a second later, without spending
+// an attempt, however its handler ended.
 type Handler func(ctx context.Context, r *Run) (Next, error)
 
 // Run is what a state's handler is given.
@@ -369,10 +372,12 @@ func (e *Engine) SweepStalled(ctx context.Context) (int, error) {
 // work runs the state of a step job.
 func (e *Engine) work(ctx context.Context, job *weir.Job[stepArgs]) error {
 	wf, err := e.st.Executor().GetWorkflow(ctx, job.Args.Workflow)
-	if errors.Is(err, store.ErrNotFound) {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
 		return retry.Permanent(fmt.Errorf("workflow %s: not found", job.Args.Workflow))
-	}
-	if err != nil {
+	case err != nil && ctx.Err() == nil && transient(err):
+		return e.storeFailed(job.Args.Workflow, "read the workflow", err)
+	case err != nil:
 		return err
 	}
 	if wf.Status != weirtype.WorkflowRunning || wf.Version != job.Args.Version {
@@ -406,10 +411,13 @@ func (e *Engine) work(ctx context.Context, job *weir.Job[stepArgs]) error {
 	}
 	crashpoint.Hit(crashpoint.WorkflowMidTransition)
 	err = e.end(ctx, d, wf, next)
-	if errors.Is(err, store.ErrConflict) {
+	switch {
+	case errors.Is(err, store.ErrConflict):
 		return nil // another run of this state moved it on first
+	case err != nil && ctx.Err() == nil && transient(err):
+		return e.storeFailed(wf.ID, "write the transition", err)
 	}
-	return err
+	return err // nil, or the attempt was cut short (its timeout, a stop, its lease lost), which the client counts
 }
 
 // runState runs h, turning a panic into an error, so that a panic on the
@@ -425,7 +433,11 @@ func runState(ctx context.Context, h Handler, r *Run) (next Next, err error) {
 
 // failOn ends wf as failed with err, and returns err for the step's job
 // to fail with; or nil when another run moved wf on first. The write is
-// not cut short by ctx, which a step's timeout may have ended.
+// not cut short by ctx, which a step's timeout may have ended. When the
+// write fails, the step's job must not fail with err, which would end it
+// (err permanent, or the attempt the last) with its workflow left
+// running: the step runs again instead (see storeFailed), and its next
+// run fails the workflow.
 func (e *Engine) failOn(ctx context.Context, d *Definition, wf *weirtype.Workflow, err error) error {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), failTimeout)
 	defer cancel()
@@ -433,7 +445,12 @@ func (e *Engine) failOn(ctx context.Context, d *Definition, wf *weirtype.Workflo
 	switch {
 	case errors.Is(eerr, store.ErrConflict):
 		return nil
+	case eerr != nil && transient(eerr):
+		return e.storeFailed(wf.ID, "write the failure ("+err.Error()+")", eerr)
 	case eerr != nil:
+		// Trying again cannot help; Resume fails the workflow once it
+		// finds its step's job ended.
+		e.log.Error("could not write a workflow's failure", "workflow", wf.ID, "state", wf.State, "err", eerr.Error())
 		return errors.Join(err, eerr)
 	}
 	e.log.Warn("workflow failed", "workflow", wf.ID, "state", wf.State, "err", err.Error())
@@ -442,6 +459,29 @@ func (e *Engine) failOn(ctx context.Context, d *Definition, wf *weirtype.Workflo
 
 // failTimeout bounds the write that fails a workflow.
 const failTimeout = 10 * time.Second
+
+// storeRetryAfter is how long a step waits to run again when the engine's
+// own read or write of its workflow failed.
+const storeRetryAfter = time.Second
+
+// storeFailed is what a step returns when the engine's own read or write
+// of workflow id failed with err, an error of the store's that trying
+// again may mend (a lost connection, a server restarting): a snooze of
+// storeRetryAfter, so that the step's job runs again without spending an
+// attempt. A failure of the database is never taken for the state's: it
+// neither fails the workflow nor ends its step's job, which would leave
+// the workflow running with no job to move it on.
+func (e *Engine) storeFailed(id, what string, err error) error {
+	e.log.Warn("workflow step: the store failed; the step runs again", "workflow", id, "op", what,
+		"retry_in", storeRetryAfter, "err", err.Error())
+	return fmt.Errorf("workflow %s: %s: %v: %w", id, what, err, weir.JobSnooze(storeRetryAfter))
+}
+
+// transient reports whether err, a store's, may pass if the call is made
+// again: any error but a bad parameter or a missing row.
+func transient(err error) bool {
+	return !errors.Is(err, store.ErrInvalid) && !errors.Is(err, store.ErrNotFound)
+}
 
 // end makes the transition next of wf in one transaction: the new context,
 // and the next state's job or, when the workflow ends, its notification.

@@ -32,13 +32,19 @@ func openStore(t *testing.T, path string) *sqlite.Store { return teststore.SQLit
 // stopped at the test's end.
 func running(t *testing.T, s workflow.Store, id string, defs ...*workflow.Definition) *workflow.Engine {
 	t.Helper()
+	return runningOn(t, s, s, id, defs...)
+}
+
+// runningOn is running with the engine on es and the client on cs.
+func runningOn(t *testing.T, es, cs workflow.Store, id string, defs ...*workflow.Definition) *workflow.Engine {
+	t.Helper()
 	ws := weir.NewWorkers()
-	eng, err := workflow.New(workflow.Config{Store: s, Workers: ws, Definitions: defs, Logger: slog.New(slog.DiscardHandler),
+	eng, err := workflow.New(workflow.Config{Store: es, Workers: ws, Definitions: defs, Logger: slog.New(slog.DiscardHandler),
 		Step: weir.KindConfig{MaxAttempts: 3, Backoff: backoff.Constant(10 * time.Millisecond).WithJitter(backoff.JitterNone)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := weir.NewClient(weir.Config{Store: s, Workers: ws, ID: id, PollEvery: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	c, err := weir.NewClient(weir.Config{Store: cs, Workers: ws, ID: id, PollEvery: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
