@@ -3,6 +3,12 @@
 // and at named crash points, starts it again, and at the end checks that
 // every document was processed, each effect happened once, and nothing
 // was left behind. `weir chaos` runs it.
+//
+// The workload's NATS server runs outside the killed child, in the
+// harness's process (or is an external server), as a broker runs on a
+// machine of its own: what a killed worker acked stays acked, so a
+// consumer that acks before it commits loses messages, which the checker
+// reports (Config.AckBeforeCommit plants that bug to prove it).
 package chaos
 
 import (
@@ -13,6 +19,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -27,7 +35,8 @@ import (
 type Config struct {
 	// Where is the workload's database, as the harness reaches it, and
 	// Dir the run's directory, required, which must be empty or missing.
-	// A PostgreSQL schema must hold no earlier run.
+	// A PostgreSQL schema must hold no earlier run. Its NATS and Topics
+	// are left empty: Run sets them, from Broker.
 	Where
 	// WorkerPostgres, when set, is the URL the worker dials instead of
 	// Postgres: a fault proxy in front of it, say.
@@ -43,30 +52,100 @@ type Config struct {
 	// disruption is over (the connections restored, the server back).
 	Faults int
 	Fault  func(ctx context.Context, rng *rand.Rand) (string, error)
+	// Points, when set, are the crash points the kills use: every kill is
+	// at one of them, after a seeded count of passes (and, if the point is
+	// not reached within 5 s, a plain kill). Empty: half the kills are at
+	// one of weir's crash points, the others after a random time.
+	Points []string
+	// Broker is where the NATS server that carries the workload's
+	// messages runs:
+	//   - BrokerHarness (the default, ""): in the harness's process, its
+	//     streams kept in Dir/nats; the workers connect to it. A killed
+	//     worker's acks that reached the server stay acked, as on a broker
+	//     of its own machine, so a consumer that acks before it commits
+	//     loses messages, which the checker finds.
+	//   - BrokerWorker: embedded in each worker, in Dir/nats, dying with
+	//     it: weir's single-machine setup, whose recovery this checks. The
+	//     server's restart also forgets the acks it had not yet written
+	//     to disk, which hides a consumer that acks too early.
+	//   - a nats:// URL: that server, with JetStream. The run's topics and
+	//     streams are its own (named by a random word), deleted at the end.
+	Broker string
+	// AckBeforeCommit runs the workers with a deliberately wrong
+	// consumer of the documents, which acks before its transaction
+	// commits (see WorkerConfig), to check that the harness catches it:
+	// such a run must report lost documents. Its crash point,
+	// consumer.after-early-ack, joins the random kills' points.
+	AckBeforeCommit bool
 	// Seed makes the run's schedule of kills or faults; the same seed,
 	// the same schedule.
 	Seed uint64
-	// Worker returns the command that runs Worker on w in a child
+	// Worker returns the command that runs Worker with w in a child
 	// process (`weir chaos-worker`).
-	Worker func(w Where) *exec.Cmd
+	Worker func(w WorkerConfig) *exec.Cmd
 	// Finish bounds the last run, which must end every document.
 	Finish time.Duration
 	// Out receives the progress and the result.
 	Out io.Writer
 }
 
-// points are the named crash points a kill can use, each with how many
-// passes to let by at most: the relay passes its points once per batch,
-// the others once per page, message or transition.
-var points = []struct {
+// The places Config.Broker names.
+const (
+	BrokerHarness = "harness"
+	BrokerWorker  = "worker"
+)
+
+// point is a named crash point a kill can use, with how many passes to
+// let by at most: the relay passes its points once per batch, the others
+// once per page, message or transition.
+type point struct {
 	name   string
 	passes int
-}{
+}
+
+// points are weir's crash points that the workload passes.
+var points = []point{
 	{crashpoint.OutboxBeforePublish, 3},
 	{crashpoint.OutboxAfterPublish, 3},
 	{crashpoint.LedgerAfterEffect, 15},
 	{crashpoint.ConsumerBeforeAck, 10},
 	{crashpoint.WorkflowMidTransition, 10},
+}
+
+// earlyAck is the crash point of the consumer that acks first
+// (Config.AckBeforeCommit).
+var earlyAck = point{crashpoint.ConsumerAfterEarlyAck, 10}
+
+// allPoints are the points Config.Points may name.
+func allPoints() []point { return append(slices.Clone(points), earlyAck) }
+
+// PointNames are the crash points Config.Points may name.
+func PointNames() []string {
+	var names []string
+	for _, p := range allPoints() {
+		names = append(names, p.name)
+	}
+	return names
+}
+
+// killPoints returns the points cfg's kills use, and whether every kill
+// uses one; or an error naming a point that is not one.
+func (cfg Config) killPoints() ([]point, bool, error) {
+	if len(cfg.Points) == 0 {
+		if cfg.AckBeforeCommit {
+			return allPoints(), false, nil
+		}
+		return points, false, nil
+	}
+	var out []point
+	for _, name := range cfg.Points {
+		i := slices.IndexFunc(allPoints(), func(p point) bool { return p.name == name })
+		if i < 0 {
+			return nil, false, fmt.Errorf("chaos: Config.Points: %q is not a crash point of the workload (want one of %s)", name, strings.Join(PointNames(), ", "))
+		}
+		out = append(out, allPoints()[i])
+	}
+	return out, true, nil
 }
 
 // Run runs the harness and returns its result; a result with anything
@@ -82,6 +161,15 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, errors.New("chaos: a run has kills or database faults, not both")
 	case cfg.Faults > 0 && cfg.Fault == nil:
 		return Result{}, errors.New("chaos: Config.Fault is required with faults")
+	case cfg.Faults > 0 && len(cfg.Points) > 0:
+		return Result{}, errors.New("chaos: Config.Points are the kills' crash points; a run with database faults has no kills")
+	case CheckBroker(cfg.Broker) != nil:
+		return Result{}, fmt.Errorf("chaos: Config.Broker %w", CheckBroker(cfg.Broker))
+	case cfg.NATS != "" || cfg.Topics != "":
+		return Result{}, errors.New("chaos: Config.Where.NATS and Topics are left empty: Run sets them, from Config.Broker")
+	}
+	if _, _, err := cfg.killPoints(); err != nil {
+		return Result{}, err
 	}
 	if cfg.Finish == 0 {
 		cfg.Finish = 2 * time.Minute
@@ -94,13 +182,21 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Postgres != "" {
 		where = "PostgreSQL schema " + cfg.schema()
 	}
-	fmt.Fprintf(cfg.Out, "seed %d: %d documents (%d pages each, every %d poison), %s, on %s, in %s\n",
-		cfg.Seed, cfg.Docs, cfg.Pages, cfg.PoisonEvery, what, where, cfg.Dir)
 	h, err := prepare(ctx, cfg.Where)
 	if err != nil {
 		return Result{}, err
 	}
 	defer h.Close()
+	brokerWhere, stopBroker, err := startBroker(ctx, &cfg)
+	if err != nil {
+		return Result{}, err
+	}
+	defer stopBroker()
+	if cfg.AckBeforeCommit {
+		brokerWhere += "; the documents consumed by a consumer that acks before it commits (a planted bug)"
+	}
+	fmt.Fprintf(cfg.Out, "seed %d: %d documents (%d pages each, every %d poison), %s, on %s, NATS %s, in %s\n",
+		cfg.Seed, cfg.Docs, cfg.Pages, cfg.PoisonEvery, what, where, brokerWhere, cfg.Dir)
 	// The documents arrive in waves, one before each killed run or fault,
 	// so that every kill or fault finds work in flight.
 	wave := cfg.Docs
@@ -201,13 +297,14 @@ func (w Where) schema() string {
 	return w.Schema
 }
 
-// workerWhere is where the worker finds the database.
-func (cfg Config) workerWhere() Where {
+// workerConfig is what the worker is given: where it finds the database
+// and the broker, and whether it acks first.
+func (cfg Config) workerConfig() WorkerConfig {
 	w := cfg.Where
 	if w.Postgres != "" && cfg.WorkerPostgres != "" {
 		w.Postgres = cfg.WorkerPostgres
 	}
-	return w
+	return WorkerConfig{Where: w, AckBeforeCommit: cfg.AckBeforeCommit}
 }
 
 // runOnce starts the worker and kills it: at a named crash point with a
@@ -215,11 +312,15 @@ func (cfg Config) workerWhere() Where {
 // whether the worker was killed (a crash point the worker never reached
 // lets it run until the time limit, then it is killed anyway) and how.
 func runOnce(ctx context.Context, cfg Config, rng *rand.Rand) (bool, string, error) {
-	cmd := cfg.Worker(cfg.workerWhere())
+	cmd := cfg.Worker(cfg.workerConfig())
 	how := ""
 	wait := time.Duration(50+rng.IntN(1500)) * time.Millisecond
-	if rng.IntN(2) == 0 {
-		p := points[rng.IntN(len(points))]
+	kps, always, err := cfg.killPoints()
+	if err != nil {
+		return false, "", err
+	}
+	if always || rng.IntN(2) == 0 {
+		p := kps[rng.IntN(len(kps))]
 		point := fmt.Sprintf("%s:%d", p.name, rng.IntN(p.passes))
 		cmd.Env = append(cmd.Environ(), crashpoint.Env+"="+point)
 		how = "at " + point
@@ -271,7 +372,7 @@ type worker struct {
 
 // startWorker starts a worker that no crash point stops.
 func startWorker(cfg Config) *worker {
-	w := &worker{cmd: cfg.Worker(cfg.workerWhere()), done: make(chan error, 1)}
+	w := &worker{cmd: cfg.Worker(cfg.workerConfig()), done: make(chan error, 1)}
 	if err := w.cmd.Start(); err != nil {
 		w.err = fmt.Errorf("chaos: start the worker: %w", err)
 		return w
@@ -367,7 +468,7 @@ func seed(ctx context.Context, h *db, cfg Config, from, to int) error {
 				if _, err := tx.Exec(ctx, `INSERT INTO chaos_docs (id, poison, pages) VALUES ($1, $2, $3)`, id, poison, cfg.Pages); err != nil {
 					return err
 				}
-				if _, err := outbox.Add(ctx, ex, time.Now(), store.OutboxMessage{Topic: docsTopic, Key: id, Payload: []byte(id)}); err != nil {
+				if _, err := outbox.Add(ctx, ex, time.Now(), store.OutboxMessage{Topic: cfg.docsTopic(), Key: id, Payload: []byte(id)}); err != nil {
 					return err
 				}
 			}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/weirhq/weir/internal/crashpoint"
 	"github.com/weirhq/weir/internal/faultproxy"
 	"github.com/weirhq/weir/internal/testenv"
 	"github.com/weirhq/weir/internal/teststore"
@@ -35,7 +36,9 @@ func TestChaosWorker(t *testing.T) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	w := chaos.Where{Dir: dir, Postgres: os.Getenv("CHAOS_WORKER_POSTGRES"), Schema: os.Getenv("CHAOS_WORKER_SCHEMA")}
+	w := chaos.WorkerConfig{Where: chaos.Where{Dir: dir, Postgres: os.Getenv("CHAOS_WORKER_POSTGRES"), Schema: os.Getenv("CHAOS_WORKER_SCHEMA"),
+		NATS: os.Getenv("CHAOS_WORKER_NATS"), Topics: os.Getenv("CHAOS_WORKER_TOPICS")},
+		AckBeforeCommit: os.Getenv("CHAOS_WORKER_ACK_BEFORE_COMMIT") == "1"}
 	if err := chaos.Worker(ctx, w, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))); err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +50,38 @@ func TestChaosWorker(t *testing.T) {
 // replays a run.
 func TestChaos(t *testing.T) {
 	runChaos(t, chaos.Config{Where: chaos.Where{Dir: filepath.Join(t.TempDir(), "run")}, Kills: envInt(t, "WEIR_CHAOS_KILLS", 10)})
+}
+
+// TestChaosCatchesAckBeforeCommit plants a bug in the worker, a consumer
+// that acks each message (and waits for the server to confirm the ack)
+// before the transaction that starts the document's workflow, and kills
+// the worker three times, each time in that gap. The broker runs outside the killed worker (the harness's default),
+// so it keeps those acks and never delivers the messages again: the
+// checker must report their documents lost. A harness whose broker dies
+// with the worker forgets the acks it had not written to disk, delivers
+// the messages again, and reports nothing.
+func TestChaosCatchesAckBeforeCommit(t *testing.T) {
+	const kills = 3
+	// The lost documents never end: the last run is given 20 s, not
+	// minutes, to finish the others.
+	res, logPath, err := runHarness(t, chaos.Config{Where: chaos.Where{Dir: filepath.Join(t.TempDir(), "run")}, Kills: kills,
+		AckBeforeCommit: true, Points: []string{crashpoint.ConsumerAfterEarlyAck}, Finish: 20 * time.Second})
+	if err == nil || res.Lost == 0 {
+		if b, rerr := os.ReadFile(logPath); rerr == nil {
+			t.Logf("the workers' output:\n%s", lastLines(string(b), 40))
+		}
+		t.Fatalf("with a consumer that acks before it commits, killed %d times in between, the harness found %v (%v); want documents lost", res.Kills, res, err)
+	}
+	unstarted := 0
+	for _, p := range res.Problems {
+		if strings.Contains(p, ": no workflow") {
+			unstarted++
+		}
+	}
+	if res.Kills != kills || unstarted < kills {
+		t.Fatalf("%v, %d documents never started, after %d kills; want at least one never started per kill:\n%s", res, unstarted, kills, strings.Join(res.Problems, "\n"))
+	}
+	t.Logf("caught: %v (%d documents never started)", res, unstarted)
 }
 
 // TestChaosPostgresCuts runs the workload on PostgreSQL through a fault
@@ -100,19 +135,7 @@ func TestChaosPostgresRestarts(t *testing.T) {
 // runChaos completes cfg with the test's workload, seed, worker and
 // output, and runs it.
 func runChaos(t *testing.T, cfg chaos.Config) {
-	cfg.Docs, cfg.Pages, cfg.PoisonEvery, cfg.Finish = 30, 3, 7, 3*time.Minute
-	cfg.Seed = uint64(envInt(t, "WEIR_CHAOS_SEED", int(rand.Uint32())))
-	cfg.Out = testWriter{t}
-	logPath := filepath.Join(filepath.Dir(cfg.Dir), "worker.log")
-	cfg.Worker = func(w chaos.Where) *exec.Cmd {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestChaosWorker$", "-test.v")
-		cmd.Env = append(os.Environ(), "CHAOS_WORKER_DIR="+w.Dir, "CHAOS_WORKER_POSTGRES="+w.Postgres, "CHAOS_WORKER_SCHEMA="+w.Schema)
-		if f, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-			cmd.Stdout, cmd.Stderr = f, f // closed with the process's exit
-		}
-		return cmd
-	}
-	res, err := chaos.Run(context.Background(), cfg)
+	res, logPath, err := runHarness(t, cfg)
 	if err != nil {
 		if b, rerr := os.ReadFile(logPath); rerr == nil {
 			t.Logf("the workers' output:\n%s", lastLines(string(b), 40))
@@ -123,6 +146,33 @@ func runChaos(t *testing.T, cfg chaos.Config) {
 	if b, err := os.ReadFile(logPath); err == nil {
 		t.Logf("the workers logged %d warnings and errors; the last:\n%s", strings.Count(string(b), "level="), lastLines(string(b), 8))
 	}
+}
+
+// runHarness completes cfg with the test's workload, seed, worker and
+// output, runs it, and returns what it found and where the workers
+// logged.
+func runHarness(t *testing.T, cfg chaos.Config) (chaos.Result, string, error) {
+	cfg.Docs, cfg.Pages, cfg.PoisonEvery = 30, 3, 7
+	if cfg.Finish == 0 {
+		cfg.Finish = 3 * time.Minute
+	}
+	cfg.Seed = uint64(envInt(t, "WEIR_CHAOS_SEED", int(rand.Uint32())))
+	cfg.Out = testWriter{t}
+	logPath := filepath.Join(filepath.Dir(cfg.Dir), "worker.log")
+	cfg.Worker = func(w chaos.WorkerConfig) *exec.Cmd {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestChaosWorker$", "-test.v")
+		cmd.Env = append(os.Environ(), "CHAOS_WORKER_DIR="+w.Dir, "CHAOS_WORKER_POSTGRES="+w.Postgres, "CHAOS_WORKER_SCHEMA="+w.Schema,
+			"CHAOS_WORKER_NATS="+w.NATS, "CHAOS_WORKER_TOPICS="+w.Topics)
+		if w.AckBeforeCommit {
+			cmd.Env = append(cmd.Env, "CHAOS_WORKER_ACK_BEFORE_COMMIT=1")
+		}
+		if f, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+			cmd.Stdout, cmd.Stderr = f, f // closed with the process's exit
+		}
+		return cmd
+	}
+	res, err := chaos.Run(context.Background(), cfg)
+	return res, logPath, err
 }
 
 // ownSchema names a schema of the test's own in the database at raw, and

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 
 	"github.com/weirhq/weir/internal/appdb"
@@ -17,6 +18,39 @@ type Where struct {
 	// Postgres is the URL of a PostgreSQL database, and Schema the schema
 	// the workload keeps there (default "weir_chaos").
 	Postgres, Schema string
+	// NATS is the URL of the NATS server, with JetStream, that carries the
+	// workload's messages. Empty: a server embedded in the worker, kept in
+	// Dir/nats, which dies with the worker.
+	NATS string
+	// Topics, when set, makes the run's topics its own on a shared NATS
+	// server: chaos.<Topics>.docs and chaos.<Topics>.done, each with a
+	// stream of its own. Letters, digits, '_' and '-'. Empty: chaos.docs
+	// and chaos.done.
+	Topics string
+}
+
+// docsTopic is the topic of the messages that announce the documents.
+func (w Where) docsTopic() string { return w.topic("docs") }
+
+// doneTopic is the topic of the workflows' notifications.
+func (w Where) doneTopic() string { return w.topic("done") }
+
+func (w Where) topic(name string) string {
+	if w.Topics == "" {
+		return "chaos." + name
+	}
+	return "chaos." + w.Topics + "." + name
+}
+
+// checkTopics returns an error unless w.Topics is empty or a name that
+// can stand in a topic.
+func (w Where) checkTopics() error {
+	for _, r := range w.Topics {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return fmt.Errorf("chaos: Where.Topics %q has %q; use letters, digits, '_' and '-'", w.Topics, r)
+		}
+	}
+	return nil
 }
 
 // defaultSchema is the PostgreSQL schema of a run that names none.

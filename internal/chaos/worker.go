@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,12 +28,10 @@ import (
 	"github.com/weirhq/weir/workflow"
 )
 
-// The topics, the worker's stable id, and the workflow's name.
+// The worker's stable id, and the workflow's name.
 const (
-	docsTopic = "chaos.docs"
-	doneTopic = "chaos.done"
-	workerID  = "chaos-worker"
-	flowName  = "chaos.document"
+	workerID = "chaos-worker"
+	flowName = "chaos.document"
 )
 
 // maxDeliveries is the consumers' delivery limit: every kill between a
@@ -40,35 +39,54 @@ const (
 // that kills alone do not exhaust it.
 const maxDeliveries = 1000
 
-// Worker runs the workload at w until ctx ends: the outbox relay into an
-// embedded NATS server kept in w.Dir, a consumer that starts each
-// document's workflow, the workflow's states, and a consumer that records
-// each workflow's notification. It is what `weir chaos` runs, and kills,
-// or leaves running while its database fails.
-func Worker(ctx context.Context, w Where, logger *slog.Logger) (err error) {
+// WorkerConfig is what a worker process runs.
+type WorkerConfig struct {
+	// Where are the workload's database and broker.
+	Where
+	// AckBeforeCommit makes the worker consume the documents' messages
+	// with a deliberately wrong consumer, which acks each message, and
+	// waits for the server to confirm the ack, before the transaction
+	// that starts the document's workflow: a kill in between (crash point
+	// consumer.after-early-ack) loses the document. It exists to check
+	// that the harness sees that bug.
+	AckBeforeCommit bool
+}
+
+// Worker runs the workload of cfg until ctx ends: the outbox relay into
+// the NATS server of cfg.NATS (or one embedded in the worker, kept in
+// cfg.Dir), a consumer that starts each document's workflow, the
+// workflow's states, and a consumer that records each workflow's
+// notification. It is what `weir chaos` runs, and kills, or leaves running
+// while its database fails.
+func Worker(ctx context.Context, cfg WorkerConfig, logger *slog.Logger) (err error) {
 	defer func() {
 		if ctx.Err() != nil {
 			err = nil // stopped on request, at whatever point it had reached
 		}
 	}()
+	w := cfg.Where
+	if err := w.checkTopics(); err != nil {
+		return err
+	}
 	d, err := openDB(ctx, w)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
 	st, dir := d.Store, w.Dir
-	b, err := nats.OpenEmbedded(ctx, nats.EmbeddedConfig{Dir: filepath.Join(dir, "nats"), Broker: nats.Config{Logger: logger}})
+	b, natsURL, err := openBroker(ctx, w, logger)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
+	docsTopic, doneTopic := w.docsTopic(), w.doneTopic()
 	if err := b.Declare(ctx, docsTopic, doneTopic); err != nil {
 		return err
 	}
 
 	ws := weir.NewWorkers()
 	eng, err := workflow.New(workflow.Config{Store: st, Workers: ws, Logger: logger,
-		Definitions: []*workflow.Definition{documentFlow(dir, d.SQL)},
+		Definitions: []*workflow.Definition{documentFlow(dir, d.SQL, doneTopic)},
 		// Every kill during a state costs it an attempt (its lease
 		// expires, or the restart takes it back): enough attempts that
 		// kills alone do not exhaust them.
@@ -116,6 +134,10 @@ func Worker(ctx context.Context, w Where, logger *slog.Logger) (err error) {
 	errs := make(chan error, 3)
 	go func() { errs <- relay.Run(ctx) }()
 	go func() {
+		if cfg.AckBeforeCommit {
+			errs <- consumeAckingFirst(ctx, natsURL, docsTopic, "starter-acking-first", starter, logger)
+			return
+		}
 		errs <- b.Consume(ctx, docsTopic, broker.ConsumeOptions{Group: "starter", AckWait: 5 * time.Second, MaxDeliveries: maxDeliveries, DeadLetter: deadLetter}, starter)
 	}()
 	go func() {
@@ -130,11 +152,37 @@ func Worker(ctx context.Context, w Where, logger *slog.Logger) (err error) {
 	return first
 }
 
+// openBroker connects to the NATS server of w.NATS or, without one,
+// starts a server embedded in the worker, its streams kept in w.Dir/nats,
+// on a free loopback port. It returns the broker and the server's URL.
+func openBroker(ctx context.Context, w Where, logger *slog.Logger) (*nats.Broker, string, error) {
+	if w.NATS != "" {
+		b, err := nats.Open(ctx, nats.Config{URL: w.NATS, Name: workerID, Logger: logger})
+		return b, w.NATS, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, "", err
+	}
+	b, err := nats.OpenEmbedded(ctx, nats.EmbeddedConfig{Dir: filepath.Join(w.Dir, "nats"), Port: port, Broker: nats.Config{Logger: logger}})
+	return b, fmt.Sprintf("nats://127.0.0.1:%d", port), err
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
 // documentFlow is the workflow of one document: upload its pages, each a
 // blob file under a generated name, then write its index entry, the same
 // way; both through the effect ledger, whose checks look for the files.
 // A poison document fails at upload, permanently.
-func documentFlow(dir string, db *sql.DB) *workflow.Definition {
+func documentFlow(dir string, db *sql.DB, doneTopic string) *workflow.Definition {
 	return &workflow.Definition{Name: flowName, Start: "upload", NotifyTopic: doneTopic, States: map[string]workflow.Handler{
 		"upload": func(ctx context.Context, r *workflow.Run) (workflow.Next, error) {
 			doc, err := loadDoc(ctx, db, r.Workflow.ID)

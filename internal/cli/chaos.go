@@ -11,7 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -36,6 +38,10 @@ func setupChaos(fs *flag.FlagSet) runFunc {
 	cuts := fs.Int("cuts", 0, "instead of kills: times to cut the worker's connections to PostgreSQL (through a proxy on loopback)")
 	restarts := fs.Int("restarts", 0, "instead of kills: times to restart PostgreSQL with -restart-command")
 	restartCmd := fs.String("restart-command", "", "shell command that restarts PostgreSQL and returns once it is back, for -restarts")
+	brokerAt := fs.String("broker", chaos.BrokerHarness, "where the NATS server runs: "+chaos.BrokerHarness+
+		" (in this process; the killed workers connect to it), "+chaos.BrokerWorker+" (embedded in each worker, dying with it), or a nats:// URL (streams of the run's own, deleted at the end)")
+	pointList := fs.String("points", "", "comma-separated crash points every kill uses (default: half the kills at any point, half after a random time); one of "+strings.Join(chaos.PointNames(), ", "))
+	ackFirst := fs.Bool("ack-before-commit", false, "run the workers with a planted bug, a consumer that acks before it commits, to check that the harness catches it (the run must report lost documents)")
 	return func(s streams, args []string) error {
 		if len(args) > 0 {
 			return usageError{fmt.Sprintf("unexpected argument %q", args[0])}
@@ -47,6 +53,21 @@ func setupChaos(fs *flag.FlagSet) runFunc {
 			return usageError{"-restarts needs -restart-command"}
 		case *cuts < 0 || *restarts < 0:
 			return usageError{"-cuts and -restarts must not be negative"}
+		case *pointList != "" && *cuts+*restarts > 0:
+			return usageError{"-points are the kills' crash points; -cuts and -restarts make a run without kills"}
+		}
+		var pts []string
+		if *pointList != "" {
+			for _, p := range strings.Split(*pointList, ",") {
+				p = strings.TrimSpace(p)
+				if !slices.Contains(chaos.PointNames(), p) {
+					return usageError{fmt.Sprintf("-points: %q is not a crash point of the workload; want one or more of %s", p, strings.Join(chaos.PointNames(), ", "))}
+				}
+				pts = append(pts, p)
+			}
+		}
+		if err := chaos.CheckBroker(*brokerAt); err != nil {
+			return usageError{"-broker " + err.Error()}
 		}
 		var (
 			fault     func(context.Context, *rand.Rand) (string, error)
@@ -87,9 +108,14 @@ func setupChaos(fs *flag.FlagSet) runFunc {
 		defer stop()
 		cfg := chaos.Config{Where: chaos.Where{Dir: *dir, Postgres: *pg, Schema: *schema},
 			Docs: *docs, Pages: *pages, PoisonEvery: *poison, Kills: *kills, Seed: *seed,
+			Points: pts, Broker: *brokerAt, AckBeforeCommit: *ackFirst,
 			Finish: *finish, Out: s.stdout,
-			Worker: func(w chaos.Where) *exec.Cmd {
-				cmd := exec.Command(self, "chaos-worker", "-postgres", w.Postgres, "-schema", w.Schema, w.Dir)
+			Worker: func(w chaos.WorkerConfig) *exec.Cmd {
+				args := []string{"chaos-worker", "-postgres", w.Postgres, "-schema", w.Schema, "-nats", w.NATS, "-topics", w.Topics}
+				if w.AckBeforeCommit {
+					args = append(args, "-ack-before-commit")
+				}
+				cmd := exec.Command(self, append(args, w.Dir)...)
 				cmd.Stderr = s.stderr
 				return cmd
 			}}
@@ -106,6 +132,9 @@ func setupChaos(fs *flag.FlagSet) runFunc {
 func setupChaosWorker(fs *flag.FlagSet) runFunc {
 	pg := fs.String("postgres", "", "URL of the PostgreSQL database of the workload (default: SQLite in the run's directory)")
 	schema := fs.String("schema", "", "PostgreSQL schema of the workload")
+	natsURL := fs.String("nats", "", "URL of the NATS server of the workload (default: one embedded in this process, kept in the run's directory)")
+	topics := fs.String("topics", "", "name that makes the run's topics its own on a shared NATS server (chaos.NAME.docs, chaos.NAME.done)")
+	ackFirst := fs.Bool("ack-before-commit", false, "consume the documents with a planted bug: ack each message before its transaction commits")
 	return func(s streams, args []string) error {
 		if len(args) != 1 {
 			return usageError{"want the run's directory"}
@@ -113,7 +142,8 @@ func setupChaosWorker(fs *flag.FlagSet) runFunc {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		logger := slog.New(slog.NewTextHandler(s.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		return chaos.Worker(ctx, chaos.Where{Dir: args[0], Postgres: *pg, Schema: *schema}, logger)
+		w := chaos.Where{Dir: args[0], Postgres: *pg, Schema: *schema, NATS: *natsURL, Topics: *topics}
+		return chaos.Worker(ctx, chaos.WorkerConfig{Where: w, AckBeforeCommit: *ackFirst}, logger)
 	}
 }
 

@@ -36,6 +36,12 @@ const (
 	// WorkflowMidTransition is inside a workflow's transition, after its
 	// state handler ran and before the new state commits.
 	WorkflowMidTransition = "workflow.mid-transition"
+	// ConsumerAfterEarlyAck is in the chaos worker's deliberately wrong
+	// consumer (chaos.WorkerConfig.AckBeforeCommit), after the server
+	// confirmed its ack of a message and before the message's transaction
+	// runs: the gap that consumer leaves, where the harness must find the
+	// message lost.
+	ConsumerAfterEarlyAck = "consumer.after-early-ack"
 	// PipelineAfterSave is after a document's extraction and its index
 	// job committed to SQL, before its file moves to processed/.
 	PipelineAfterSave = "pipeline.after-save"
