@@ -141,6 +141,22 @@ type Broker interface {
 	Close() error
 }
 
+// ErrNotConnected is wrapped by the error of a call made while the broker
+// has no connection to its server: not yet (a driver opened while the
+// server was unreachable) or not since it was lost. The driver keeps
+// connecting in the background; the same call can succeed once it has.
+var ErrNotConnected = errors.New("broker: not connected to the server")
+
+// Connectivity is implemented by a Broker that knows the state of its
+// connection to the server (both drivers do). An outbox relay whose
+// breaker opened probes such a broker as soon as it has reconnected.
+type Connectivity interface {
+	// Connected reports whether the broker has a connection now, and how
+	// many connections it has made since it was opened: a count that
+	// changed between two calls means it connected again in between.
+	Connected() (up bool, connects uint64)
+}
+
 // Features are what a driver's broker does itself.
 type Features struct {
 	// Name is the driver's name.

@@ -111,10 +111,10 @@ func TestOutboxToInboxThroughTheEmbeddedBroker(t *testing.T) {
 	waitEffects(n)
 	// The relay crashed after publishing message 1 and before marking it:
 	// it goes again with the same id, after the dedupe window too.
-	if err := b.Publish(ctx, []broker.Message{{ID: relay.BrokerID(1), Topic: topic, Key: "sub-1", Body: []byte("0")}}); err != nil {
+	if err := b.Publish(ctx, []broker.Message{{ID: brokerID(t, relay, 1), Topic: topic, Key: "sub-1", Body: []byte("0")}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := h(ctx, broker.Delivery{Message: broker.Message{ID: relay.BrokerID(2), Topic: topic, Key: "sub-1", Body: []byte("1")}, Attempt: 2}); err != nil {
+	if err := h(ctx, broker.Delivery{Message: broker.Message{ID: brokerID(t, relay, 2), Topic: topic, Key: "sub-1", Body: []byte("1")}, Attempt: 2}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond)

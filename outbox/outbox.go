@@ -15,6 +15,18 @@
 // ones of its key are retried after a backoff, in order. Messages without
 // a key are all published in the first round.
 //
+// A message's broker id is "<Source>-<store id>-<outbox id>": the store id
+// is the store's own random identity (store.OutboxIdentity), so that two
+// stores publishing to one broker, or a store made again in place of a
+// deleted one, never give two messages one id, which the broker's dedupe
+// window or a consumer's inbox would drop as a duplicate.
+//
+// The relay's breaker pauses it while the broker is down. Once the breaker
+// has opened, the relay lets a probe through after a wait that starts
+// short and grows with the opens in a row (Config.ProbeAfter), and at once
+// when the broker reports that it has connected again
+// (broker.Connectivity). Each change of the breaker's state is logged.
+//
 // On PostgreSQL several relays can run at once, each holding the messages
 // it claimed. On SQLite, whose single writer they could not share, one
 // relay at a time holds the whole outbox and the others wait to take over
@@ -31,6 +43,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/weirhq/weir/internal/tracing"
@@ -90,7 +103,12 @@ const (
 	DefaultLeaseFor     = time.Minute
 	DefaultRetention    = 24 * time.Hour
 	DefaultCleanupEvery = time.Minute
-	cleanupBatch        = 1000
+	// DefaultProbeFirst is the default breaker's open delay, and the
+	// relay's first wait before a probe (DefaultProbeAfter's base).
+	DefaultProbeFirst = 2 * time.Second
+	// DefaultProbeMax is DefaultProbeAfter's cap.
+	DefaultProbeMax = time.Minute
+	cleanupBatch    = 1000
 	// maxQueued is how many batches Run holds at most: one published, one
 	// waiting to be, one being recorded.
 	maxQueued = 3
@@ -99,6 +117,10 @@ const (
 	releaseTimeout = 10 * time.Second
 )
 
+// DefaultProbeAfter is Config.ProbeAfter's default: 2 s, doubling at each
+// open in a row, up to 60 s, without jitter.
+var DefaultProbeAfter = backoff.Exponential(DefaultProbeFirst, 2, DefaultProbeMax).WithJitter(backoff.JitterNone)
+
 // Config configures a Relay.
 type Config struct {
 	// Store holds the outbox. Required.
@@ -106,9 +128,14 @@ type Config struct {
 	// Broker receives the messages; their topics must be declared.
 	// Required.
 	Broker broker.Broker
-	// Source prefixes each message's broker id ("<Source>-<outbox id>"),
-	// so that outboxes of several databases publishing to one broker do
-	// not share ids. Keep it stable. Default "weir".
+	// Source begins each message's broker id,
+	// "<Source>-<store id>-<outbox id>", where the store id is the store's
+	// own random identity (store.OutboxIdentity): the ids of two stores,
+	// or of a store made again after its database was deleted, never
+	// meet. It names what publishes, for those who read the ids; keep it
+	// stable, since a message published again must keep its id. Messages
+	// added before the store had an identity (by an earlier weir) keep
+	// the id it gave them, "<Source>-<outbox id>". Default "weir".
 	Source string
 	// ID names the relay as the holder of the messages it claims. Two
 	// relays running at once must have different IDs. Default
@@ -126,12 +153,31 @@ type Config struct {
 	// claim renews it. Default 1 min.
 	LeaseFor time.Duration
 	// Backoff is the wait before a message whose publish failed is tried
-	// again, by its attempt count. Default 1 s ×2 up to 60 s, ±20%.
+	// again, by its attempt count. A message that failed because the
+	// broker was not connected (broker.ErrNotConnected) is due again at
+	// once, the breaker pacing the retries. Default 1 s ×2 up to 60 s,
+	// ±20%.
 	Backoff backoff.Backoff
 	// Breaker guards the broker: while it is open the relay publishes
-	// nothing and waits until its next probe. Default a breaker that
-	// opens on 5 failed publishes in 30 s, for 60 s.
+	// nothing. Once it has opened, the relay lets a probe through after
+	// ProbeAfter, or at once when the broker reports that it has
+	// reconnected (broker.Connectivity), and never before the breaker's
+	// own open delay has passed. The relay logs each change of its state
+	// (opened, with the error; half-open; closed). Default a breaker that
+	// opens on 5 failed publishes in 30 s, whose open delay is
+	// ProbeAfter's first (2 s by default).
 	Breaker *breaker.Breaker
+	// ProbeAfter is how long the relay waits, once the breaker has
+	// opened, before it lets a probe through, by how many times in a row
+	// the breaker opened (a failed probe opens it again): short for a
+	// blip, longer for a broker that stays down. Default 2 s, doubling,
+	// up to 60 s, without jitter (DefaultProbeAfter).
+	ProbeAfter backoff.Backoff
+	// Topics are declared (Broker.Declare) by Run before it publishes,
+	// and declared again, every PollEvery or up to 2 s after failures,
+	// until the broker takes them: a relay started while the broker is
+	// unreachable declares them when it is back. Default none.
+	Topics []string
 	// Retention is how long published messages are kept before the relay
 	// deletes them, in batches of 1000 every CleanupEvery. Default 24 h.
 	Retention time.Duration
@@ -153,6 +199,9 @@ type Relay struct {
 	ex     store.Executor
 	log    *slog.Logger
 	tracer trace.Tracer
+	guard  *guard
+	// ids makes the broker ids, once the store's identity was read.
+	ids atomic.Pointer[brokerIDs]
 }
 
 // New returns a Relay, or an error naming the bad field.
@@ -172,6 +221,17 @@ func New(cfg Config) (*Relay, error) {
 	}
 	if err := cfg.Backoff.Validate(); err != nil {
 		return bad("Backoff: %w", err)
+	}
+	if cfg.ProbeAfter == (backoff.Backoff{}) {
+		cfg.ProbeAfter = DefaultProbeAfter
+	}
+	if err := cfg.ProbeAfter.Validate(); err != nil {
+		return bad("ProbeAfter: %w", err)
+	}
+	for i, t := range cfg.Topics {
+		if t == "" {
+			return bad("Topics[%d] is empty", i)
+		}
 	}
 	if cfg.Source == "" {
 		cfg.Source = DefaultSource
@@ -197,21 +257,63 @@ func New(cfg Config) (*Relay, error) {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Breaker == nil {
-		br, err := breaker.New(breaker.Config{Name: "outbox broker", Clock: cfg.Clock})
+		br, err := breaker.New(breaker.Config{Name: "outbox broker", OpenDelay: cfg.ProbeAfter.Scheduled(1), Clock: cfg.Clock})
 		if err != nil {
 			return nil, fmt.Errorf("outbox: default breaker: %w", err)
 		}
 		cfg.Breaker = br
 	}
 	cfg.Backoff = cfg.Backoff.Normalized()
-	return &Relay{cfg: cfg, ex: cfg.Store.Executor(), log: cfg.Logger.With("relay", cfg.ID), tracer: tracing.Tracer(cfg.TracerProvider)}, nil
+	log := cfg.Logger.With("relay", cfg.ID)
+	return &Relay{cfg: cfg, ex: cfg.Store.Executor(), log: log, tracer: tracing.Tracer(cfg.TracerProvider),
+		guard: newGuard(cfg.Breaker, cfg.Broker, cfg.Clock, log, cfg.ProbeAfter)}, nil
 }
 
-// BrokerID is the id the relay gives the broker for outbox message id.
-func (r *Relay) BrokerID(id int64) string {
+// BrokerID returns the id the relay gives the broker for outbox message
+// id: "<Source>-<store id>-<id>", or "<Source>-<id>" for a message added
+// before the store had an identity. It reads the store's identity the
+// first time (Run and RelayOnce read it before they claim).
+func (r *Relay) BrokerID(ctx context.Context, id int64) (string, error) {
+	ids, err := r.brokerIDs(ctx)
+	if err != nil {
+		return "", err
+	}
+	return ids.id(id), nil
+}
+
+// brokerIDs makes the broker ids of one store's messages.
+type brokerIDs struct {
+	prefix        string // "<Source>-<store id>-"
+	legacyPrefix  string // "<Source>-"
+	legacyThrough int64
+}
+
+// id returns the broker id of outbox message id.
+func (b *brokerIDs) id(id int64) string {
+	p := b.prefix
+	if id <= b.legacyThrough {
+		p = b.legacyPrefix
+	}
 	var buf [64]byte // on the stack unless Source is long
-	b := append(append(buf[:0], r.cfg.Source...), '-')
-	return string(strconv.AppendInt(b, id, 10))
+	return string(strconv.AppendInt(append(buf[:0], p...), id, 10))
+}
+
+// brokerIDs returns what makes the broker ids, reading the store's
+// identity the first time.
+func (r *Relay) brokerIDs(ctx context.Context) (*brokerIDs, error) {
+	if b := r.ids.Load(); b != nil {
+		return b, nil
+	}
+	ident, err := r.ex.OutboxIdentity(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: read the store's identity: %w", err)
+	}
+	if ident.StoreID == "" {
+		return nil, errors.New("outbox: the store's identity is empty")
+	}
+	b := &brokerIDs{prefix: r.cfg.Source + "-" + ident.StoreID + "-", legacyPrefix: r.cfg.Source + "-", legacyThrough: ident.LegacyThrough}
+	r.ids.Store(b)
+	return b, nil
 }
 
 // Run relays until ctx ends, then returns ctx's error.
@@ -223,12 +325,18 @@ func (r *Relay) BrokerID(id int64) string {
 // recorded, so it holds no message of a key that they hold, and can go
 // out before their outcomes are written.
 //
-// It waits PollEvery when the outbox is empty, and while the breaker is
-// open; it deletes published messages past Retention every CleanupEvery.
+// It first declares Config.Topics, trying again until the broker takes
+// them. It waits PollEvery when the outbox is empty; while the breaker is
+// open it waits for its probe, looking every PollEvery whether the broker
+// has reconnected. It deletes published messages past Retention every
+// CleanupEvery.
 // When ctx ends it records the outcome of the batch being published, and
 // gives back what it holds and did not send (Executor.ReleaseOutbox), so
 // that another relay can take over at once.
 func (r *Relay) Run(ctx context.Context) error {
+	if err := r.declare(ctx); err != nil {
+		return err
+	}
 	batches := make(chan []*weirtype.OutboxMessage, 1)
 	outcomes := make(chan outcome, 1)
 	recorded := make(chan outcome, maxQueued)
@@ -276,8 +384,11 @@ func (r *Relay) Run(ctx context.Context) error {
 			queued = queued[1:]
 			unsent = append(unsent, o.unsent...)
 			var open *breaker.OpenError
-			if errors.As(o.err, &open) {
-				wait = max(wait, open.RetryIn, r.cfg.PollEvery)
+			if errors.As(o.err, &open) || errors.Is(o.err, broker.ErrNotConnected) {
+				// Refused by the breaker, or the broker is not
+				// connected: look again after a poll, and then wait as
+				// the guard says.
+				wait = max(wait, r.cfg.PollEvery)
 			}
 		}
 	drain:
@@ -289,10 +400,11 @@ func (r *Relay) Run(ctx context.Context) error {
 				break drain
 			}
 		}
+		if wait == 0 {
+			wait = r.guard.paused(r.cfg.PollEvery)
+		}
 		switch {
 		case wait > 0:
-		case r.cfg.Breaker.State() == breaker.Open:
-			wait = r.cfg.PollEvery
 		case len(queued) < maxQueued:
 			next, err := r.claim(ctx, slices.Concat(queued...))
 			if err == nil && claimFails > 0 {
@@ -326,6 +438,39 @@ func (r *Relay) Run(ctx context.Context) error {
 		}
 		if wait == 0 {
 			wait = r.cfg.PollEvery // the outbox is empty
+		}
+		t := r.cfg.Clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C():
+		}
+	}
+}
+
+// declare declares Config.Topics, trying again while ctx lasts until the
+// broker takes them, and returns ctx's error if it ends first.
+func (r *Relay) declare(ctx context.Context) error {
+	if len(r.cfg.Topics) == 0 {
+		return nil
+	}
+	for attempt := 1; ; attempt++ {
+		err := r.cfg.Broker.Declare(ctx, r.cfg.Topics...)
+		if err == nil {
+			if attempt > 1 {
+				r.log.Info("outbox: declared the topics", "topics", r.cfg.Topics, "attempts", attempt)
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		wait := backoff.PollDelay(r.cfg.PollEvery, attempt)
+		if errors.Is(err, broker.ErrNotConnected) {
+			r.log.Warn("outbox: declare the topics: the broker is not connected; will try again", "topics", r.cfg.Topics, "attempt", attempt, "retry_in", wait, "err", err.Error())
+		} else {
+			r.log.Error("outbox: declare the topics; will try again", "topics", r.cfg.Topics, "attempt", attempt, "retry_in", wait, "err", err.Error())
 		}
 		t := r.cfg.Clock.NewTimer(wait)
 		select {
@@ -374,28 +519,61 @@ func (r *Relay) recordUntilDone(ctx context.Context, o outcome) {
 }
 
 // RelayOnce claims one batch, publishes it and records the outcome, and
-// returns how many messages it claimed. While the breaker is open it
-// claims nothing and returns the breaker's *breaker.OpenError. If ctx
-// ends during the publish, what was not sent is given back.
+// returns how many messages it claimed. While the breaker is open, or the
+// relay waits to probe the broker, it claims nothing and returns a
+// *breaker.OpenError. When messages were not published it returns a
+// *PublishError, which wraps the broker's error, once it has recorded
+// them to be tried again. If ctx ends during the publish, what was not
+// sent is given back, and the error wraps ctx's.
 func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
-	ticket, err := r.cfg.Breaker.Allow()
+	ticket, err := r.guard.allow()
 	if err != nil {
 		return 0, err
 	}
 	msgs, err := r.claim(ctx, nil)
 	if err != nil || len(msgs) == 0 {
-		r.cfg.Breaker.Done(ticket, breaker.Ignored)
+		r.guard.done(ticket, breaker.Ignored, nil)
 		return 0, err
 	}
 	o := r.publish(ctx, msgs, &ticket)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	err = r.record(rctx, o)
+	var errs []error
+	if err := r.record(rctx, o); err != nil {
+		errs = append(errs, err)
+	}
+	if len(o.failed) > 0 {
+		errs = append(errs, &PublishError{Failed: len(o.failed), Claimed: len(msgs), Err: o.err})
+	}
 	if len(o.unsent) > 0 {
 		r.release(ctx, o.unsent)
+		errs = append(errs, fmt.Errorf("outbox: %d of %d messages not sent, given back: %w", len(o.unsent), len(msgs), context.Cause(ctx)))
 	}
-	return len(msgs), err
+	if len(errs) == 1 {
+		return len(msgs), errs[0]
+	}
+	return len(msgs), errors.Join(errs...)
 }
+
+// PublishError is RelayOnce's error when some of the messages it claimed
+// were not published: the broker did not confirm them, or they were held
+// back behind a message of their key that it did not confirm. They were
+// recorded, unless RelayOnce's error also says the record failed, to be
+// tried again after Config.Backoff.
+type PublishError struct {
+	// Failed is how many of the Claimed messages were not published.
+	Failed, Claimed int
+	// Err is the broker's error (the last, if several): a
+	// *broker.PublishError's part, broker.ErrNotConnected...
+	Err error
+}
+
+func (e *PublishError) Error() string {
+	return fmt.Sprintf("outbox: %d of %d messages not published, to be tried again: %v", e.Failed, e.Claimed, e.Err)
+}
+
+// Unwrap returns the broker's error.
+func (e *PublishError) Unwrap() error { return e.Err }
 
 // release gives back the messages ids, which this relay claimed and did
 // not send, and on a store with one relay at a time its hold on the
@@ -411,6 +589,9 @@ func (r *Relay) release(ctx context.Context, ids []int64) {
 // claim takes the next batch for this relay, which holds the messages
 // holding already.
 func (r *Relay) claim(ctx context.Context, holding []int64) ([]*weirtype.OutboxMessage, error) {
+	if _, err := r.brokerIDs(ctx); err != nil {
+		return nil, err
+	}
 	msgs, err := r.ex.ClaimOutbox(ctx, store.OutboxClaimParams{
 		Now: r.cfg.Clock.Now(), Limit: r.cfg.Batch, Owner: r.cfg.ID, LeaseFor: r.cfg.LeaseFor, Holding: holding})
 	if err != nil {
@@ -438,7 +619,7 @@ type outcome struct {
 func (r *Relay) publish(ctx context.Context, msgs []*weirtype.OutboxMessage, ticket *breaker.Ticket) outcome {
 	var o outcome
 	if ticket == nil {
-		t, err := r.cfg.Breaker.Allow()
+		t, err := r.guard.allow()
 		if err != nil {
 			o.err = err
 			for _, m := range msgs {
@@ -448,6 +629,7 @@ func (r *Relay) publish(ctx context.Context, msgs []*weirtype.OutboxMessage, tic
 		}
 		ticket = &t
 	}
+	brokerIDs := r.ids.Load() // claim read it
 	failedKeys := map[string]bool{}
 	for _, round := range rounds(msgs) {
 		var send []*weirtype.OutboxMessage
@@ -463,7 +645,7 @@ func (r *Relay) publish(ctx context.Context, msgs []*weirtype.OutboxMessage, tic
 		}
 		bm := make([]broker.Message, len(send))
 		for i, m := range send {
-			bm[i] = broker.Message{ID: r.BrokerID(m.ID), Topic: m.Topic, Key: m.Key, Body: m.Payload, Headers: m.Headers}
+			bm[i] = broker.Message{ID: brokerIDs.id(m.ID), Topic: m.Topic, Key: m.Key, Body: m.Payload, Headers: m.Headers}
 		}
 		crashpoint.Hit(crashpoint.OutboxBeforePublish)
 		err := r.publishTraced(ctx, bm)
@@ -491,12 +673,12 @@ func (r *Relay) publish(ctx context.Context, msgs []*weirtype.OutboxMessage, tic
 	}
 	switch {
 	case ctx.Err() != nil:
-		r.cfg.Breaker.Done(*ticket, breaker.Ignored)
+		r.guard.done(*ticket, breaker.Ignored, nil)
 		o.unsent, o.failed, o.err = o.failed, nil, nil
 	case o.err != nil:
-		r.cfg.Breaker.Done(*ticket, breaker.Failure)
+		r.guard.done(*ticket, breaker.Failure, o.err)
 	default:
-		r.cfg.Breaker.Done(*ticket, breaker.Success)
+		r.guard.done(*ticket, breaker.Success, nil)
 	}
 	return o
 }
@@ -516,8 +698,15 @@ func (r *Relay) record(ctx context.Context, o outcome) error {
 	if len(o.failed) > 0 {
 		retryAt := done.Add(r.cfg.Backoff.Next(o.attempts+1, 0))
 		var open *breaker.OpenError
-		if errors.As(o.err, &open) {
+		switch {
+		case errors.As(o.err, &open):
 			retryAt = done // not tried: due again once the breaker lets it
+		case errors.Is(o.err, broker.ErrNotConnected):
+			// The broker is down, not the message: due again at once,
+			// the breaker pacing the retries, so that the backlog goes
+			// out as soon as the broker is back rather than after each
+			// message's backoff.
+			retryAt = done
 		}
 		msg := "not published"
 		if o.err != nil {

@@ -119,7 +119,11 @@ func TestRelayPublishesWhatCommitted(t *testing.T) {
 		t.Fatalf("broker got %+v", b.got)
 	}
 	m := b.got[0]
-	if m.ID != r.BrokerID(ids[0]) || m.ID != "weir-"+strconv.FormatInt(ids[0], 10) || m.Topic != "grading.request" || m.Key != "sub-1" || string(m.Body) != `{"n":1}` || m.Headers["type"] != "grading.request" {
+	ident, err := s.Executor().OutboxIdentity(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.ID != brokerID(t, r, ids[0]) || m.ID != "weir-"+ident.StoreID+"-"+strconv.FormatInt(ids[0], 10) || m.Topic != "grading.request" || m.Key != "sub-1" || string(m.Body) != `{"n":1}` || m.Headers["type"] != "grading.request" {
 		t.Fatalf("published %+v", m)
 	}
 	if n, err := r.RelayOnce(context.Background()); err != nil || n != 0 {
@@ -136,7 +140,7 @@ func TestRelayKeepsKeyOrderAcrossAFailure(t *testing.T) {
 	ids := addInTx(t, s, t0, true,
 		store.OutboxMessage{Topic: "t", Key: "A"}, store.OutboxMessage{Topic: "t", Key: "A"}, store.OutboxMessage{Topic: "t", Key: "B"},
 		store.OutboxMessage{Topic: "t", Key: "A"}, store.OutboxMessage{Topic: "t"})
-	a1, a2, b1, a3, free := r.BrokerID(ids[0]), r.BrokerID(ids[1]), r.BrokerID(ids[2]), r.BrokerID(ids[3]), r.BrokerID(ids[4])
+	a1, a2, b1, a3, free := brokerID(t, r, ids[0]), brokerID(t, r, ids[1]), brokerID(t, r, ids[2]), brokerID(t, r, ids[3]), brokerID(t, r, ids[4])
 	b.fail = func(m broker.Message) error {
 		if m.ID == a1 && !failOnce[a1] {
 			failOnce[a1] = true
@@ -144,8 +148,10 @@ func TestRelayKeepsKeyOrderAcrossAFailure(t *testing.T) {
 		}
 		return nil
 	}
-	if _, err := r.RelayOnce(context.Background()); err != nil {
-		t.Fatal(err)
+	// a1 failed, and A's later ones are held behind it.
+	var pe *outbox.PublishError
+	if _, err := r.RelayOnce(context.Background()); !errors.As(err, &pe) || pe.Failed != 3 || pe.Claimed != 5 {
+		t.Fatalf("first RelayOnce: %v; want a PublishError for 3 of 5 messages", err)
 	}
 	if got := b.ids(); !slices.Equal(got, []string{b1, free}) {
 		t.Fatalf("first round published %v, want B's and the unkeyed one [%s %s], A's held behind the failed %s", got, b1, free, a1)
@@ -178,8 +184,9 @@ func TestRelayBreakerOpens(t *testing.T) {
 	})
 	addInTx(t, s, t0, true, store.OutboxMessage{Topic: "t"})
 	for range 3 {
-		if _, err := r.RelayOnce(context.Background()); err != nil {
-			t.Fatal(err)
+		var pe *outbox.PublishError
+		if _, err := r.RelayOnce(context.Background()); !errors.As(err, &pe) {
+			t.Fatalf("RelayOnce with the broker failing: %v, want a PublishError", err)
 		}
 		fc.Advance(time.Second)
 	}
@@ -337,7 +344,7 @@ func TestRunKeepsKeyOrderThroughFailures(t *testing.T) {
 	}
 	keyOf := map[string]string{}
 	for i, id := range ids {
-		keyOf[r.BrokerID(id)] = msgs[i].Key
+		keyOf[brokerID(t, r, id)] = msgs[i].Key
 	}
 	last := map[string]string{} // key → the last message id seen
 	first := map[string]bool{}
@@ -360,10 +367,20 @@ func TestRunKeepsKeyOrderThroughFailures(t *testing.T) {
 	}
 }
 
-// idNumber is the outbox id in a broker id "weir-<id>".
+// brokerID is the relay's broker id for outbox message id.
+func brokerID(t *testing.T, r *outbox.Relay, id int64) string {
+	t.Helper()
+	bid, err := r.BrokerID(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bid
+}
+
+// idNumber is the outbox id in a broker id "weir-<store id>-<id>".
 func idNumber(t *testing.T, brokerID string) int {
 	t.Helper()
-	n, err := strconv.Atoi(strings.TrimPrefix(brokerID, outbox.DefaultSource+"-"))
+	n, err := strconv.Atoi(brokerID[strings.LastIndexByte(brokerID, '-')+1:])
 	if err != nil {
 		t.Fatalf("broker id %q: %v", brokerID, err)
 	}
