@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -115,6 +117,36 @@ func TestConcurrentMigrateOnPostgres(t *testing.T) {
 	for err := range errs {
 		if err != nil {
 			t.Fatalf("a concurrent migrate failed: %v", err)
+		}
+	}
+}
+
+// TestSQLiteFilesAreOwnerOnly checks that the store's database file, and
+// the write-ahead log and shared memory beside it, are created readable by
+// their owner only under the usual umask: they hold the documents.
+func TestSQLiteFilesAreOwnerOnly(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "weir.db")
+	d, err := appdb.Open(ctx, appdb.Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Migrate(ctx, schema); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.SQL.ExecContext(ctx, `INSERT INTO app_notes (id, body) VALUES (1, 'private')`); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != 0o600 {
+			t.Errorf("%s has mode %#o, want 0600", filepath.Base(p), got)
 		}
 	}
 }

@@ -1,7 +1,7 @@
 // Package sqlitefile holds what weir's SQLite files share, the store's
 // database (store/sqlite) and the search index (search/fts): the data
-// source name of a file, the check of its path, and the encoding of times
-// as microseconds.
+// source name of a file, the check of its path, its creation readable by
+// its owner only, and the encoding of times as microseconds.
 package sqlitefile
 
 import (
@@ -45,6 +45,31 @@ func CheckPath(pkg, what, path string) error {
 	}
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return fmt.Errorf("%s: open %s: it is a directory, not a %s", pkg, path, what)
+	}
+	return nil
+}
+
+// FileMode is the mode CreateFile gives a new database file: read and
+// write for its owner only. SQLite gives the files it keeps beside it
+// (-wal, -shm, -journal) the mode of the main file.
+const FileMode fs.FileMode = 0o600
+
+// CreateFile creates an empty file at path, readable and writable by its
+// owner only (FileMode, whatever the umask allows beyond it), unless a
+// file is there already, which it leaves as it is. SQLite would create a
+// missing file itself with the mode 0644 less the umask: a database and
+// an index hold the documents, which other users of the machine must not
+// read. pkg begins the message of an error ("sqlite", "fts").
+func CreateFile(pkg, path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, FileMode)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("%s: create %s: %w", pkg, path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("%s: create %s: %w", pkg, path, err)
 	}
 	return nil
 }

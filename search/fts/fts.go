@@ -44,7 +44,8 @@ var ErrNotIndex = errors.New("fts: file is not a search index")
 // Config configures an Index.
 type Config struct {
 	// Path is the index file. Required. It is created if it does not
-	// exist; its directory must exist and be writable, since SQLite keeps
+	// exist, readable and writable by its owner only (0600; SQLite gives
+	// its -wal and -shm files the same mode); its directory must exist and be writable, since SQLite keeps
 	// the write-ahead log (Path-wal) and shared memory (Path-shm) beside
 	// it. It must be a file of its own, not the service's database.
 	Path string
@@ -150,6 +151,11 @@ func Open(ctx context.Context, cfg Config) (*Index, error) {
 // schema in an empty file. When the file must be recreated, open closes
 // everything and returns the reason, with a nil Index.
 func open(ctx context.Context, cfg Config, path string) (_ *Index, reason string, err error) {
+	// A new file is created readable by its owner only: it holds the
+	// documents' text.
+	if err := sqlitefile.CreateFile("fts", path); err != nil {
+		return nil, "", err
+	}
 	busy := fmt.Sprintf("busy_timeout(%d)", max(1, cfg.BusyTimeout.Milliseconds()))
 	write, err := sql.Open("sqlite", sqlitefile.DSN(path, url.Values{
 		"_txlock": {"immediate"},

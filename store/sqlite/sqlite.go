@@ -100,6 +100,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err := sqlitefile.CheckPath("sqlite", "database file", path); err != nil {
 		return nil, err
 	}
+	if err := sqlitefile.CreateFile("sqlite", path); err != nil {
+		return nil, err
+	}
 	ms, err := migration.Load(migrationFS, "migrations")
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
