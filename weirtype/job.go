@@ -150,7 +150,29 @@ const (
 	AbandonTTL         AbandonReason = "ttl_exceeded"
 	AbandonPermanent   AbandonReason = "non_retryable"
 	AbandonDeadline    AbandonReason = "deadline_exceeded"
+	// AbandonRetryAfterLimit: the attempt's error asked, with a
+	// retry-after hint, for a longer wait than the kind allows
+	// (KindConfig.MaxRetryAfter): the job is abandoned at once rather
+	// than retried before the server allows. The retry policy of package
+	// resilience/retry gives up with the same string.
+	AbandonRetryAfterLimit AbandonReason = "retry_after_exceeds_limit"
 )
+
+// AbandonReasons lists every reason, in the order above. Filters of dead
+// letters (the CLI's, the admin API's) validate against it.
+func AbandonReasons() []AbandonReason {
+	return []AbandonReason{AbandonMaxAttempts, AbandonTTL, AbandonPermanent, AbandonDeadline, AbandonRetryAfterLimit}
+}
+
+// Valid reports whether r is one of the reasons.
+func (r AbandonReason) Valid() bool {
+	for _, v := range AbandonReasons() {
+		if r == v {
+			return true
+		}
+	}
+	return false
+}
 
 // Error types recorded by the store itself, beside ErrorTypeStuck.
 const (

@@ -38,3 +38,24 @@ func TestStates(t *testing.T) {
 		t.Error("Runs is wrong")
 	}
 }
+
+func TestAbandonReasons(t *testing.T) {
+	want := map[weirtype.AbandonReason]bool{
+		"max_attempts_exceeded": true, "ttl_exceeded": true, "non_retryable": true,
+		"deadline_exceeded": true, "retry_after_exceeds_limit": true,
+	}
+	got := weirtype.AbandonReasons()
+	if len(got) != len(want) {
+		t.Fatalf("AbandonReasons() = %v, want the %d stable strings", got, len(want))
+	}
+	for _, r := range got {
+		if !want[r] || !r.Valid() {
+			t.Errorf("reason %q: listed %v, valid %v", r, want[r], r.Valid())
+		}
+	}
+	for _, r := range []weirtype.AbandonReason{"", "cancelled", "Non_Retryable"} {
+		if r.Valid() {
+			t.Errorf("reason %q is valid", r)
+		}
+	}
+}

@@ -22,8 +22,11 @@ import (
 // conditions, so that each filter's statement can use the index on them.
 // With paging, AfterID is a condition too; Limit is the caller's.
 func deadLetterWhere(op string, f store.DeadLetterFilter, paging bool, args []any) (string, []any, error) {
-	if f.Reason != "" && !knownReason(f.Reason) {
-		return "", nil, invalid(op, "filter reason %q is unknown", f.Reason)
+	if f.Reason != "" && !f.Reason.Valid() {
+		return "", nil, invalid(op, "filter reason %q is unknown (want one of %v)", f.Reason, weirtype.AbandonReasons())
+	}
+	if f.JobID < 0 {
+		return "", nil, invalid(op, "filter job id %d is negative", f.JobID)
 	}
 	var conds []string
 	add := func(cond string, arg any) {
@@ -34,6 +37,9 @@ func deadLetterWhere(op string, f store.DeadLetterFilter, paging bool, args []an
 	// matches nothing rather than every dead letter.
 	if f.IDs != nil {
 		add("id = ANY($?::bigint[])", f.IDs)
+	}
+	if f.JobID != 0 {
+		add("job_id = $?", f.JobID)
 	}
 	if f.Kind != "" {
 		add("kind = $?", f.Kind)

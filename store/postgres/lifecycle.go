@@ -272,7 +272,10 @@ func checkLeaseFor(op string, d time.Duration) error {
 	return nil
 }
 
-// knownReason reports whether r is one of weirtype's abandon reasons.
+// knownReason reports whether r is an abandon reason the dead letters'
+// table can hold (its CHECK constraint, migration 0002): weirtype's
+// reasons but retry_after_exceeds_limit, which needs a migration that
+// widens the constraint.
 func knownReason(r weirtype.AbandonReason) bool {
 	switch r {
 	case weirtype.AbandonMaxAttempts, weirtype.AbandonTTL, weirtype.AbandonPermanent, weirtype.AbandonDeadline:

@@ -145,13 +145,14 @@ func purgeJobs(where string) string {
 // is what a caller who selected no dead letters means; reading it as "all"
 // would make a purge of an empty selection purge every dead letter.
 func deadLetterWhere(f store.DeadLetterFilter, page bool) (string, []any, error) {
-	if f.Reason != "" {
-		if err := checkReason(f.Reason); err != nil {
-			return "", nil, err
-		}
+	if f.Reason != "" && !f.Reason.Valid() {
+		return "", nil, fmt.Errorf("%w: filter abandon reason %q is unknown (want one of %v)", store.ErrInvalid, f.Reason, weirtype.AbandonReasons())
 	}
 	if f.Limit < 0 {
 		return "", nil, fmt.Errorf("%w: limit %d is negative", store.ErrInvalid, f.Limit)
+	}
+	if f.JobID < 0 {
+		return "", nil, fmt.Errorf("%w: job id %d is negative", store.ErrInvalid, f.JobID)
 	}
 	if err := checkTime("failed before", f.FailedBefore); err != nil {
 		return "", nil, err
@@ -170,6 +171,10 @@ func deadLetterWhere(f store.DeadLetterFilter, page bool) (string, []any, error)
 	default:
 		conds = append(conds, "id IN (SELECT value FROM json_each(?))")
 		args = append(args, idList(f.IDs))
+	}
+	if f.JobID != 0 {
+		conds = append(conds, "job_id = ?")
+		args = append(args, f.JobID)
 	}
 	if f.Kind != "" {
 		conds = append(conds, "kind = ?")

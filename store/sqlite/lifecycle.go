@@ -468,8 +468,10 @@ func checkFail(p store.FailParams) error {
 	return checkTime("retry at", p.RetryAt)
 }
 
-// checkReason returns an error wrapping store.ErrInvalid when r is not one
-// of weirtype's abandon reasons.
+// checkReason returns an error wrapping store.ErrInvalid when r is not an
+// abandon reason the dead letters table can hold (its CHECK constraint,
+// migration 0002): weirtype's reasons but retry_after_exceeds_limit, which
+// needs a migration that widens the constraint.
 func checkReason(r weirtype.AbandonReason) error {
 	switch r {
 	case weirtype.AbandonMaxAttempts, weirtype.AbandonTTL, weirtype.AbandonPermanent, weirtype.AbandonDeadline:

@@ -31,6 +31,7 @@ func lifecycleCases() []suiteCase {
 		{"StaleAttemptCannotFinish", testStaleAttempt},
 		{"ReleaseOwned", testReleaseOwned},
 		{"DeadLetterListRequeuePurge", testDeadLetterOps},
+		{"DeadLetterFilterByJobID", testDeadLetterByJobID},
 	}
 }
 
@@ -579,5 +580,76 @@ func testDeadLetterOps(t *testing.T, h Harness) {
 	}
 	if got := list(store.DeadLetterFilter{}); len(got) != 0 {
 		t.Fatalf("dead letters after purge: %v", got)
+	}
+}
+
+// A filter's JobID selects the dead letters of that job, for listing,
+// requeueing and purging, alone or with the other fields; a negative one
+// is ErrInvalid.
+func testDeadLetterByJobID(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := migrated(t, h)
+	ex := s.Executor()
+	var jobs []*weirtype.Job
+	for i := range 3 {
+		j := claimOne(t, ex, store.InsertParams{Kind: "dj", Queue: fmt.Sprintf("dj-%d", i)}, "w")
+		if _, err := ex.Fail(ctx, store.FailParams{Now: now, Lease: store.LeaseOf(j), Error: attemptErr(1, "boom"), Abandon: weirtype.AbandonPermanent}); err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, j)
+	}
+	list := func(f store.DeadLetterFilter) []int64 {
+		t.Helper()
+		dls, err := ex.ListDeadLetters(ctx, f)
+		if err != nil {
+			t.Fatalf("list %+v: %v", f, err)
+		}
+		var out []int64
+		for _, d := range dls {
+			out = append(out, d.JobID)
+		}
+		return out
+	}
+	a, b, c := jobs[0].ID, jobs[1].ID, jobs[2].ID
+	for _, tc := range []struct {
+		name string
+		f    store.DeadLetterFilter
+		want []int64
+	}{
+		{"job id", store.DeadLetterFilter{JobID: b}, []int64{b}},
+		{"job id and kind", store.DeadLetterFilter{JobID: b, Kind: "dj"}, []int64{b}},
+		{"job id and another kind", store.DeadLetterFilter{JobID: b, Kind: "other"}, nil},
+		{"job id and another queue", store.DeadLetterFilter{JobID: b, Queue: "dj-0"}, nil},
+		{"missing job", store.DeadLetterFilter{JobID: c + 1000}, nil},
+	} {
+		if got := list(tc.f); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if _, err := ex.ListDeadLetters(ctx, store.DeadLetterFilter{JobID: -1}); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("list with job id -1: %v, want ErrInvalid", err)
+	}
+	if _, err := ex.PurgeDeadLetters(ctx, store.DeadLetterFilter{JobID: -1}); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("purge with job id -1: %v, want ErrInvalid", err)
+	}
+	if got := list(store.DeadLetterFilter{}); !slices.Equal(got, []int64{a, b, c}) {
+		t.Fatalf("a refused purge changed the dead letters: %v", got)
+	}
+	requeued, err := ex.RequeueDeadLetters(ctx, now, store.DeadLetterFilter{JobID: a})
+	if err != nil || !slices.Equal(requeued, []int64{a}) {
+		t.Fatalf("requeue by job id: %v, %v; want [%d]", requeued, err, a)
+	}
+	n, err := ex.PurgeDeadLetters(ctx, store.DeadLetterFilter{JobID: b})
+	if err != nil || n != 1 {
+		t.Fatalf("purge by job id: %d, %v; want 1", n, err)
+	}
+	if got := list(store.DeadLetterFilter{}); !slices.Equal(got, []int64{c}) {
+		t.Fatalf("after requeueing %d and purging %d the dead letters are %v, want [%d]", a, b, got, c)
+	}
+	if j := getJob(t, ex, a); j.State != weirtype.StateAvailable {
+		t.Fatalf("the requeued job is %s", j.State)
+	}
+	if _, err := ex.GetJob(ctx, b); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the purged job: %v, want ErrNotFound", err)
 	}
 }
