@@ -159,3 +159,25 @@ func TestNoMarkupFromData(t *testing.T) {
 func excerpt(s string, i int) string {
 	return s[max(0, i-40):min(len(s), i+40)]
 }
+
+// weir run's /metrics takes the token when one is set: the console's
+// sample of it sends the token, as its calls of the API do.
+func TestConsoleSendsTheTokenToMetrics(t *testing.T) {
+	t.Parallel()
+	js, err := fs.ReadFile(ui.Files(), "assets/app.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := regexp.MustCompile(`fetch\('/metrics',\s*\{([^}]*)\}\)`).FindSubmatch(js)
+	if call == nil {
+		t.Fatal("app.js does not fetch /metrics")
+	}
+	if !strings.Contains(string(call[1]), "headers") {
+		t.Fatalf("app.js fetches /metrics without headers: {%s}", call[1])
+	}
+	i := strings.Index(string(js), "fetch('/metrics'")
+	before := string(js[max(0, i-400):i])
+	if !strings.Contains(before, "headers.Authorization = 'Bearer ' + token") {
+		t.Fatalf("app.js does not put the token in the headers of its /metrics fetch:\n%s", before)
+	}
+}

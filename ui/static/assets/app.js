@@ -244,7 +244,11 @@
       smp.statusError = e.message;
     }
     try {
-      const resp = await fetch('/metrics', { cache: 'no-store' });
+      // /metrics takes the token too when one is set (weir run's read API).
+      const headers = {};
+      const token = sessionStorage.getItem(TOKEN_KEY);
+      if (token) headers.Authorization = 'Bearer ' + token;
+      const resp = await fetch('/metrics', { cache: 'no-store', headers });
       if (resp.ok) {
         const text = await resp.text();
         smp.completed = metricSum(text, 'weir_jobs_completed_total');
