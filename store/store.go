@@ -123,6 +123,15 @@ type Executor interface {
 	// max_attempts_exceeded, as RescueExpired does. It returns the ids of
 	// all.
 	ReleaseOwned(ctx context.Context, now time.Time, owner string, giveBack bool) ([]int64, error)
+	// ReleaseOwnedExcept gives back, at now, every running job that owner
+	// holds at a lease not among keep: as ReleaseOwned with giveBack, each
+	// becomes available at now, its attempt given back, with an error of
+	// type released recorded. A worker calls it with the leases it runs,
+	// to give back the jobs a claim took for it whose reply it never
+	// received (a connection cut after the claim committed), at once
+	// rather than after their leases expire. It returns the ids, in
+	// ascending order.
+	ReleaseOwnedExcept(ctx context.Context, now time.Time, owner string, keep []Lease) ([]int64, error)
 
 	// ExpireDeadlines abandons, with reason deadline_exceeded, up to limit
 	// jobs that are not final and whose DeadlineAt is set and before now,

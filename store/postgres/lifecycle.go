@@ -24,7 +24,7 @@ import (
 // CTEs.
 type lifecycleQueries struct {
 	claim, heartbeat, complete, completeMany, failRetry, failAbandon, snooze, cancel, jobLease string
-	rescue, release, getDeadLetter                                                             string
+	rescue, release, releaseExcept, getDeadLetter                                              string
 }
 
 // deadLetterColumns are the columns scanDeadLetter reads, in its order.
@@ -153,7 +153,23 @@ RETURNING ` + jobColumns,
 SELECT id, state = 'dead' FROM rescued WHERE ` + readWoken + ` ORDER BY id`,
 		// A counted attempt that was the job's last ends it, as a rescue
 		// does.
-		release: `WITH released AS (
+		release: releaseSQL(jobs, insertLetter, channel, ""),
+		// The leases to keep come as three arrays of one length, as
+		// Heartbeat's do: ids $6, owners $7, attempts $8.
+		releaseExcept: releaseSQL(jobs, insertLetter, channel, `
+		AND NOT EXISTS (SELECT 1 FROM unnest($6::bigint[], $7::text[], $8::bigint[]) AS k(kid, kowner, kattempt)
+			WHERE k.kid = id AND k.kowner = lease_owner AND k.kattempt = attempt)`),
+		getDeadLetter: `SELECT ` + deadLetterColumns + ` FROM ` + letters + ` WHERE id = $1`,
+	}
+}
+
+// releaseSQL is the statement that makes the running jobs of owner $2,
+// those that also match the condition more, available at $1, the attempt
+// given back when $3 is true and counted otherwise, with an error at $4
+// (text) of message $5; a counted attempt that was the job's last ends
+// it, with its dead letter, as a rescue does. It returns the ids.
+func releaseSQL(jobs, insertLetter, channel, more string) string {
+	return `WITH released AS (
 	UPDATE ` + jobs + ` SET
 		state = CASE WHEN $3::boolean OR attempt < max_attempts THEN 'available' ELSE 'dead' END,
 		scheduled_at = CASE WHEN $3::boolean OR attempt < max_attempts THEN $1::timestamptz ELSE scheduled_at END,
@@ -166,14 +182,12 @@ SELECT id, state = 'dead' FROM rescued WHERE ` + readWoken + ` ORDER BY id`,
 			'at', $4::text,
 			'message', $5::text,
 			'type', '` + weirtype.ErrorTypeReleased + `'))
-	WHERE state = 'running' AND lease_owner = $2
+	WHERE state = 'running' AND lease_owner = $2` + more + `
 	RETURNING id, queue, state, kind, source, idempotency_key, payload, attempt, errors, created_at
 ), letters AS (
 	` + spentLetters(insertLetter, "released", "$1") + `
 ), ` + wokenCTE(channel, "released") + `
-SELECT id FROM released WHERE ` + readWoken,
-		getDeadLetter: `SELECT ` + deadLetterColumns + ` FROM ` + letters + ` WHERE id = $1`,
-	}
+SELECT id FROM released WHERE ` + readWoken
 }
 
 // spentLetters writes, with insertLetter, the dead letters, reason
@@ -632,6 +646,41 @@ func (e executor) RescueExpired(ctx context.Context, now time.Time, limit int) (
 		return nil, nil, dbError(op, err)
 	}
 	return rescued, dead, nil
+}
+
+// ReleaseOwnedExcept gives back every running job owner holds at a lease
+// not among keep, in one statement; see store.Executor. The ids are in
+// ascending order.
+func (e executor) ReleaseOwnedExcept(ctx context.Context, now time.Time, owner string, keep []store.Lease) ([]int64, error) {
+	const op = "release owned jobs not running"
+	if err := firstErr(checkOwner(op, owner), checkNow(op, now)); err != nil {
+		return nil, err
+	}
+	ids := make([]int64, len(keep))
+	owners := make([]string, len(keep))
+	attempts := make([]int64, len(keep))
+	for i, l := range keep {
+		if err := checkLease(op, l); err != nil {
+			return nil, err
+		}
+		ids[i], owners[i], attempts[i] = l.ID, l.Owner, int64(l.Attempt)
+	}
+	now = micro(now)
+	msg := "released by " + owner + ", which claimed it but does not run it (the claim's reply was lost); the attempt is given back"
+	var released []int64
+	err := e.run(ctx, func(q querier) error {
+		rows, err := q.Query(ctx, e.s.sql.releaseExcept, now, owner, true, timeText(now), storable(msg), ids, owners, attempts)
+		if err != nil {
+			return err
+		}
+		released, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		return err
+	})
+	if err != nil {
+		return nil, dbError(op, err)
+	}
+	slices.Sort(released)
+	return released, nil
 }
 
 // ReleaseOwned makes every running job owner holds available at now; see

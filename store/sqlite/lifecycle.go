@@ -655,42 +655,81 @@ func timeJSON(t time.Time) string {
 	return storedTime(t).Format(time.RFC3339Nano)
 }
 
-// releaseOwned makes every running job owner ?5 holds available at ?1,
-// its attempt less ?2 (1 to give it back, 0 to count it), with an error at
-// ?3 (?1 as JSON) of message ?4 and type ?6 for its current attempt; a job
-// whose counted attempt was its last becomes dead instead. It
-// walks every running job, through their partial index: releases are rare
-// and the running jobs few, and an index of their owners would cost every
-// claim and every completion a write.
-const releaseOwned = `UPDATE weir_jobs SET
+// releaseOwnedWhere makes every running job owner ?5 holds available at
+// ?1, its attempt less ?2 (1 to give it back, 0 to count it), with an error
+// at ?3 (?1 as JSON) of message ?4 and type ?6 for its current attempt; a
+// job whose counted attempt was its last becomes dead instead. It walks
+// every running job, through their partial index: releases are rare and
+// the running jobs few, and an index of their owners would cost every
+// claim and every completion a write. releaseOwned takes them all;
+// releaseOwnedExcept keeps those whose [id, owner, attempt] is in ?7 (a
+// JSON array, as leaseList makes it).
+const releaseOwnedWhere = `UPDATE weir_jobs SET
 	state = CASE WHEN attempt - ?2 < max_attempts THEN 'available' ELSE 'dead' END,
 	scheduled_at = CASE WHEN attempt - ?2 < max_attempts THEN ?1 ELSE scheduled_at END,
 	finalized_at = CASE WHEN attempt - ?2 < max_attempts THEN finalized_at ELSE ?1 END,
 	updated_at = ?1, lease_owner = '', lease_expires_at = NULL,
 	attempt = max(attempt - ?2, 0),
 	errors = json_insert(errors, '$[#]', json_object('attempt', attempt, 'at', ?3, 'message', ?4, 'type', ?6))
-	WHERE state = 'running' AND lease_owner = ?5
+	WHERE state = 'running' AND lease_owner = ?5`
+
+const (
+	releaseOwned       = releaseOwnedWhere + ` RETURNING id, state`
+	releaseOwnedExcept = releaseOwnedWhere + `
+		AND NOT EXISTS (SELECT 1 FROM json_each(?7) AS k
+			WHERE k.value ->> 0 = weir_jobs.id AND k.value ->> 1 = weir_jobs.lease_owner AND k.value ->> 2 = weir_jobs.attempt)
 	RETURNING id, state`
+)
 
 // ReleaseOwned makes every running job owner holds available at now, in
 // one UPDATE, and returns their ids in ascending order.
 func (e executor) ReleaseOwned(ctx context.Context, now time.Time, owner string, giveBack bool) ([]int64, error) {
+	less, msg := 0, "released by "+owner+"; the attempt counts"
+	if giveBack {
+		less, msg = 1, "released by "+owner+"; the attempt is given back"
+	}
+	ids, err := e.release(ctx, now, owner, releaseOwned, encodeTime(now), less, timeJSON(now), msg, owner, weirtype.ErrorTypeReleased)
+	if err != nil {
+		return nil, fmt.Errorf("release the jobs of %s: %w", owner, err)
+	}
+	return ids, nil
+}
+
+// ReleaseOwnedExcept gives back every running job owner holds at a lease
+// not among keep, in one UPDATE, and returns their ids in ascending order.
+func (e executor) ReleaseOwnedExcept(ctx context.Context, now time.Time, owner string, keep []store.Lease) ([]int64, error) {
+	for i, l := range keep {
+		if err := checkLease(l); err != nil {
+			return nil, fmt.Errorf("release the jobs of %s: keep lease %d (job %d): %w", owner, i, l.ID, err)
+		}
+	}
+	list, err := leaseList(keep)
+	if err != nil {
+		return nil, fmt.Errorf("release the jobs of %s: %w", owner, err)
+	}
+	msg := "released by " + owner + ", which claimed it but does not run it (the claim's reply was lost); the attempt is given back"
+	ids, err := e.release(ctx, now, owner, releaseOwnedExcept, encodeTime(now), 1, timeJSON(now), msg, owner, weirtype.ErrorTypeReleased, list)
+	if err != nil {
+		return nil, fmt.Errorf("release the jobs of %s it does not run: %w", owner, err)
+	}
+	return ids, nil
+}
+
+// release runs query, releaseOwned or releaseOwnedExcept, with args, in a
+// write transaction, writes the dead letters of the jobs it made dead, and
+// returns the ids of all in ascending order.
+func (e executor) release(ctx context.Context, now time.Time, owner, query string, args ...any) ([]int64, error) {
 	err := checkOwner(owner)
 	if err == nil {
 		err = checkNow(now)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("release jobs: %w", err)
-	}
-	less, msg := 0, "released by "+owner+"; the attempt counts"
-	if giveBack {
-		less, msg = 1, "released by "+owner+"; the attempt is given back"
+		return nil, err
 	}
 	var ids []int64
 	err = e.write(ctx, func(tx *sql.Tx) error {
 		ids = nil
-		rows, err := e.s.stmts.query(ctx, tx, releaseOwned,
-			encodeTime(now), less, timeJSON(now), msg, owner, weirtype.ErrorTypeReleased)
+		rows, err := e.s.stmts.query(ctx, tx, query, args...)
 		if err != nil {
 			return err
 		}
@@ -714,7 +753,7 @@ func (e executor) ReleaseOwned(ctx context.Context, now time.Time, owner string,
 		return e.insertDeadLetters(ctx, tx, now, weirtype.AbandonMaxAttempts, dead)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("release the jobs of %s: %w", owner, err)
+		return nil, err
 	}
 	slices.Sort(ids)
 	return ids, nil

@@ -30,6 +30,7 @@ func lifecycleCases() []suiteCase {
 		{"RescueExpiredLeases", testRescueExpired},
 		{"StaleAttemptCannotFinish", testStaleAttempt},
 		{"ReleaseOwned", testReleaseOwned},
+		{"ReleaseOwnedExceptKeepsTheLeasesRunning", testReleaseOwnedExcept},
 		{"DeadLetterListRequeuePurge", testDeadLetterOps},
 		{"DeadLetterFilterByJobID", testDeadLetterByJobID},
 	}
@@ -498,6 +499,79 @@ func testReleaseOwned(t *testing.T, h Harness) {
 	}
 	if j := getJob(t, ex, c.ID); j.Attempt != 1 || j.State != weirtype.StateAvailable {
 		t.Fatalf("released without giving back: %+v", *j)
+	}
+}
+
+// ReleaseOwnedExcept gives back the running jobs an owner holds but does
+// not run (a claim whose reply it never received), keeping the leases it
+// names: the attempt is given back, whatever attempt it was, and other
+// owners' jobs, and an owner's job at another attempt than a kept lease's,
+// are told apart.
+func testReleaseOwnedExcept(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := migrated(t, h)
+	ex := s.Executor()
+	a := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "roe1"}, "w1")
+	b := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "roe2"}, "w1")
+	c := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "roe3", MaxAttempts: 1}, "w1") // its last attempt
+	d := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "roe4"}, "w2")
+	stale := store.LeaseOf(b)
+	stale.Attempt++ // b at another attempt: not the lease w1 holds
+	at := now.Add(time.Second)
+
+	// A bad lease to keep, or no owner, is refused and changes nothing.
+	for _, bad := range []struct {
+		owner string
+		keep  []store.Lease
+	}{
+		{"w1", []store.Lease{{ID: a.ID, Owner: "w1", Attempt: 0}}},
+		{"w1", []store.Lease{{ID: a.ID, Attempt: 1}}},
+		{"", nil},
+	} {
+		if ids, err := ex.ReleaseOwnedExcept(ctx, at, bad.owner, bad.keep); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("release by %q keeping %+v: %v, %v; want ErrInvalid", bad.owner, bad.keep, ids, err)
+		}
+	}
+	if _, err := ex.ReleaseOwnedExcept(ctx, time.Time{}, "w1", nil); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("release at the zero time: %v, want ErrInvalid", err)
+	}
+	if j := getJob(t, ex, b.ID); j.State != weirtype.StateRunning {
+		t.Fatalf("a refused release changed job %d: %+v", b.ID, *j)
+	}
+
+	released, err := ex.ReleaseOwnedExcept(ctx, at, "w1", []store.Lease{store.LeaseOf(a), stale, store.LeaseOf(d)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int64{b.ID, c.ID}; !slices.Equal(released, want) {
+		t.Fatalf("released %v, want %v (a kept, d another owner's)", released, want)
+	}
+	for _, id := range released {
+		j := getJob(t, ex, id)
+		if j.State != weirtype.StateAvailable || j.Attempt != 0 || j.LeaseOwner != "" || !j.LeaseExpiresAt.IsZero() ||
+			!j.ScheduledAt.Equal(at) || len(j.Errors) != 1 || j.Errors[0].Type != weirtype.ErrorTypeReleased || j.Errors[0].Attempt != 1 {
+			t.Fatalf("released job %+v, want it available at %v, its attempt given back, the release recorded", *j, at)
+		}
+	}
+	if dls, err := ex.ListDeadLetters(ctx, store.DeadLetterFilter{}); err != nil || len(dls) != 0 {
+		t.Fatalf("a given-back last attempt made dead letters: %+v, %v", dls, err)
+	}
+	if lost, err := ex.Heartbeat(ctx, at, []store.Lease{store.LeaseOf(a), store.LeaseOf(d)}, lease); err != nil || len(lost) != 0 {
+		t.Fatalf("the kept leases: lost %v, %v", lost, err)
+	}
+	// The released jobs run again, at their first attempt.
+	for _, j := range []*weirtype.Job{b, c} {
+		again := claim(t, ex, at, j.Queue, "w3", 1)
+		if len(again) != 1 || again[0].ID != j.ID || again[0].Attempt != 1 {
+			t.Fatalf("claim after the release: %+v, want job %d at attempt 1", again, j.ID)
+		}
+	}
+	// Keeping nothing releases all that the owner still holds.
+	if released, err := ex.ReleaseOwnedExcept(ctx, at, "w1", nil); err != nil || !slices.Equal(released, []int64{a.ID}) {
+		t.Fatalf("release keeping nothing: %v, %v; want [%d]", released, err, a.ID)
+	}
+	if j := getJob(t, ex, d.ID); j.State != weirtype.StateRunning || j.LeaseOwner != "w2" {
+		t.Fatalf("w2's job was released: %+v", *j)
 	}
 }
 
