@@ -175,6 +175,39 @@ func (b Backoff) Normalized() Backoff {
 	return b
 }
 
+// Or returns b with each zero field taken from def, for a component whose
+// defaults differ from this package's. The zero Backoff gives def whole; a
+// Backoff made by Exponential, Constant or Linear is returned as it is, its
+// arguments standing as given. The schedule is b's (its zero value is
+// exponential).
+func (b Backoff) Or(def Backoff) Backoff {
+	if b == (Backoff{}) {
+		return def
+	}
+	if b.exact {
+		return b
+	}
+	if b.Base == 0 {
+		b.Base = def.Base
+	}
+	if b.Factor == 0 {
+		b.Factor = def.Factor
+	}
+	if b.Step == 0 && def.Step != def.Base {
+		b.Step = def.Step
+	}
+	if b.Cap == 0 {
+		b.Cap = def.Cap
+	}
+	if b.Jitter == JitterDefault {
+		b.Jitter = def.Jitter
+	}
+	if b.Fraction == 0 {
+		b.Fraction = def.Fraction
+	}
+	return b
+}
+
 // Validate reports a field that is out of range, naming it.
 func (b Backoff) Validate() error {
 	switch {
