@@ -9,10 +9,12 @@
 // Only errors marked NotQueryable are retried: any other error (a
 // validation error, a data-integrity error, a programming error) is sent
 // to the dead-letter function at once, reason non_retryable. The defaults
-// are 8 attempts, 250 ms base, ×2, 60 s cap, 30 min TTL; FromEnv reads them
+// are 8 attempts, 250 ms base, ×2, 60 s cap, full jitter, 30 min TTL, and
+// a Config.Policy field left zero takes its default. FromEnv reads them
 // from WEIR_RETRY_MAX_ATTEMPTS, WEIR_RETRY_BASE_DELAY_MS,
 // WEIR_RETRY_BACKOFF_FACTOR, WEIR_RETRY_MAX_DELAY_SECONDS and
-// WEIR_RETRY_TTL_MINUTES.
+// WEIR_RETRY_TTL_MINUTES, or the spec's RETRY_* names of the same settings
+// when the WEIR_ ones are unset.
 package eventretry
 
 import (
@@ -21,12 +23,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"time"
 
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/envconfig"
 	"github.com/weirhq/weir/internal/errtype"
+	"github.com/weirhq/weir/internal/redact"
 	"github.com/weirhq/weir/resilience/backoff"
 	"github.com/weirhq/weir/resilience/retry"
 )
@@ -61,12 +63,14 @@ type DeadLetter struct {
 	IdempotencyKey string `json:"idempotency_key"`
 	// AttemptCount is how many attempts were made.
 	AttemptCount int `json:"attempt_count"`
-	// LastError and ErrorType are the last attempt's error and its Go
-	// type.
+	// LastError and ErrorType are the last attempt's error, with
+	// credentials removed (internal/redact), and its Go type.
 	LastError string `json:"last_error"`
 	ErrorType string `json:"error_type"`
 	// AbandonedReason is max_attempts_exceeded, ttl_exceeded or
-	// non_retryable.
+	// non_retryable; with a Policy.Budget also budget_exhausted, and for
+	// a handler error with a retry-after hint (retry.After) past
+	// Policy.MaxRetryAfter, retry_after_exceeds_limit.
 	AbandonedReason string `json:"abandoned_reason"`
 	// ServiceName is Config.Service.
 	ServiceName string `json:"service_name"`
@@ -80,8 +84,13 @@ type Config struct {
 	// logs. Required.
 	Service string
 	// Policy is the retry policy; its Retryable is replaced (only
-	// NotQueryable errors are retried). The zero value takes the defaults
-	// (see Defaults).
+	// NotQueryable errors are retried). Each field left zero takes the
+	// event retry's default (see Defaults), not the retry package's:
+	// MaxAttempts 8, TTL 30 minutes (so a TTL cannot be switched off),
+	// and a Backoff of 250 ms doubling to 60 s with full jitter, or for a
+	// Backoff literal that sets some fields, those defaults for the
+	// others (a Backoff made by backoff.Exponential, Constant or Linear
+	// stands as given). Its Clock is used when Config.Clock is nil.
 	Policy retry.Config
 	// DeadLetter receives each event given up on. Required. When it
 	// fails, Handle returns its error, so that the event is not
@@ -109,8 +118,27 @@ func Defaults() retry.Config {
 	}
 }
 
-// FromEnv returns the policy of the WEIR_RETRY_* environment variables
-// over the defaults, or an error naming every bad variable.
+// withDefaults returns pc with each zero field set to the event retry's
+// default.
+func withDefaults(pc retry.Config) retry.Config {
+	def := Defaults()
+	if pc.MaxAttempts == 0 {
+		pc.MaxAttempts = def.MaxAttempts
+	}
+	if pc.TTL == 0 {
+		pc.TTL = def.TTL
+	}
+	pc.Backoff = pc.Backoff.Or(def.Backoff)
+	return pc
+}
+
+// FromEnv returns the policy of the environment variables over the
+// defaults, or an error naming every bad variable: each setting is read
+// from its WEIR_RETRY_* variable, or when that is unset from the RETRY_*
+// name weir's event-retry spec gives it (RETRY_MAX_ATTEMPTS,
+// RETRY_BASE_DELAY_MS, RETRY_BACKOFF_FACTOR, RETRY_MAX_DELAY_SECONDS,
+// RETRY_TTL_MINUTES). It is envconfig.EventRetry(envconfig.OS), which is
+// what a command should call; a library passes the config it was given.
 func FromEnv() (retry.Config, error) {
 	return envconfig.EventRetry(envconfig.OS)
 }
@@ -131,8 +159,9 @@ func New(cfg Config) (*Retrier, error) {
 	case cfg.DeadLetter == nil:
 		return nil, errors.New("eventretry: Config.DeadLetter is nil; an event given up on must go somewhere")
 	}
-	if reflect.ValueOf(cfg.Policy).IsZero() {
-		cfg.Policy = Defaults()
+	cfg.Policy = withDefaults(cfg.Policy)
+	if cfg.Clock == nil {
+		cfg.Clock = cfg.Policy.Clock
 	}
 	cfg.Clock = clock.Or(cfg.Clock)
 	if cfg.Logger == nil {
@@ -152,15 +181,17 @@ func New(cfg Config) (*Retrier, error) {
 // Handle calls fn for the event until it succeeds or the policy gives up.
 // event is the original event, kept for the dead letter; key is its
 // idempotency key. It returns nil when fn succeeded or the event was
-// dead-lettered, ctx's error when ctx ended first, and the dead-letter
-// function's error when that failed.
+// dead-lettered; an error matching ctx's error when ctx ended first, or
+// when its deadline would pass before the next attempt (the event is not
+// dead-lettered: it stays unacknowledged and comes back); and the
+// dead-letter function's error when that failed.
 func (r *Retrier) Handle(ctx context.Context, event json.RawMessage, key string, fn func(ctx context.Context) error) error {
 	pc := r.policy.Config()
 	log := r.log.With("idempotency_key", key)
 	start := r.clock.Now()
 	attempts := 0
 	policy, err := retry.New(withHooks(pc, func(e retry.Event) {
-		log.Info(fmt.Sprintf("retry attempt %d/%d", e.Attempt+1, pc.MaxAttempts), "err", e.Err.Error(), "delay", e.Delay)
+		log.Info(fmt.Sprintf("retry attempt %d/%d", e.Attempt+1, pc.MaxAttempts), "err", redact.String(e.Err.Error()), "delay", e.Delay)
 		if e.Attempt+1 == pc.MaxAttempts {
 			log.Warn("the next attempt is the event's last", "max_attempts", pc.MaxAttempts)
 		}
@@ -185,7 +216,9 @@ func (r *Retrier) Handle(ctx context.Context, event json.RawMessage, key string,
 		return nil
 	}
 	var re *retry.Error
-	if !errors.As(err, &re) || re.Reason == retry.ReasonCancelled {
+	if !errors.As(err, &re) || re.Reason == retry.ReasonCancelled || re.Reason == retry.ReasonDeadline {
+		// The caller's context ended, or would end before the next
+		// attempt: the event stays unacknowledged and comes back.
 		return err
 	}
 	last := re.Last
@@ -196,7 +229,7 @@ func (r *Retrier) Handle(ctx context.Context, event json.RawMessage, key string,
 		OriginalEvent:   event,
 		IdempotencyKey:  key,
 		AttemptCount:    re.Attempts,
-		LastError:       last.Error(),
+		LastError:       redact.String(last.Error()),
 		ErrorType:       errorType(last),
 		AbandonedReason: string(re.Reason),
 		ServiceName:     r.cfg.Service,
@@ -207,7 +240,7 @@ func (r *Retrier) Handle(ctx context.Context, event json.RawMessage, key string,
 		dl.OriginalEvent = raw
 	}
 	if derr := r.cfg.DeadLetter(ctx, dl); derr != nil {
-		log.Error("event could not be sent to the dead-letter store; it stays unacknowledged", "err", derr.Error(), "reason", dl.AbandonedReason)
+		log.Error("event could not be sent to the dead-letter store; it stays unacknowledged", "err", redact.String(derr.Error()), "reason", dl.AbandonedReason)
 		return fmt.Errorf("eventretry: dead-letter the event %s: %w", key, derr)
 	}
 	m.observeDeadLetter(r.cfg.Service, dl.AbandonedReason, attempts, elapsed)

@@ -37,6 +37,50 @@ const (
 	RetryTTLMinutes      = "WEIR_RETRY_TTL_MINUTES"       // default 30
 )
 
+// The names weir's event-retry spec gives the same settings. Each is read
+// when its WEIR_RETRY_* variable is unset or blank; when both are set, the
+// WEIR_ one wins.
+const (
+	RetryMaxAttemptsAlias     = "RETRY_MAX_ATTEMPTS"
+	RetryBaseDelayMSAlias     = "RETRY_BASE_DELAY_MS"
+	RetryBackoffFactorAlias   = "RETRY_BACKOFF_FACTOR"
+	RetryMaxDelaySecondsAlias = "RETRY_MAX_DELAY_SECONDS"
+	RetryTTLMinutesAlias      = "RETRY_TTL_MINUTES"
+)
+
+// Var is a setting's variable and the other name it is also read from.
+type Var struct {
+	Name, Alias string
+}
+
+// EventRetryVars returns the event-retry settings' variables, in the
+// order of the README's table: max attempts, base delay, backoff factor,
+// max delay, TTL.
+func EventRetryVars() []Var {
+	return []Var{
+		{RetryMaxAttempts, RetryMaxAttemptsAlias},
+		{RetryBaseDelayMS, RetryBaseDelayMSAlias},
+		{RetryBackoffFactor, RetryBackoffFactorAlias},
+		{RetryMaxDelaySeconds, RetryMaxDelaySecondsAlias},
+		{RetryTTLMinutes, RetryTTLMinutesAlias},
+	}
+}
+
+// Lookup returns the setting's value and the name it was read from: Name
+// when set and not blank, else Alias when set and not blank; "" and ok
+// false when neither is.
+func (v Var) Lookup(env Lookup) (name, value string, ok bool) {
+	for _, n := range []string{v.Name, v.Alias} {
+		if n == "" {
+			continue
+		}
+		if raw, set := env(n); set && strings.TrimSpace(raw) != "" {
+			return n, raw, true
+		}
+	}
+	return "", "", false
+}
+
 // Event-retry defaults: 8 attempts, 250 ms doubling to a 60 s cap with full
 // jitter, abandoned after 30 minutes.
 const (
@@ -70,23 +114,30 @@ func (e *Error) Error() string {
 }
 
 // EventRetry returns the retry config for event handlers, from the
-// WEIR_RETRY_* variables over their defaults. Every bad variable is
-// reported, joined in one error.
+// WEIR_RETRY_* variables (or the spec's RETRY_* names, see
+// EventRetryVars) over their defaults. Every bad variable is reported,
+// under the name it was read from, joined in one error.
 func EventRetry(env Lookup) (retry.Config, error) {
 	var errs []error
-	attempts := intVar(env, RetryMaxAttempts, DefaultRetryMaxAttempts, 1, maxAttempts, "attempts", &errs)
-	baseMS := intVar(env, RetryBaseDelayMS, DefaultRetryBaseDelayMS, minBaseDelayMS, int(maxBaseDelay/time.Millisecond), "milliseconds", &errs)
-	factor := floatVar(env, RetryBackoffFactor, DefaultRetryBackoffFactor, 1, maxFactor, &errs)
-	capS := intVar(env, RetryMaxDelaySeconds, DefaultRetryMaxDelaySeconds, 1, int(maxDelay/time.Second), "seconds", &errs)
-	ttlM := intVar(env, RetryTTLMinutes, DefaultRetryTTLMinutes, minTTLMinutes, int(maxTTL/time.Minute), "minutes", &errs)
+	v := EventRetryVars()
+	attempts := intVar(env, v[0], DefaultRetryMaxAttempts, 1, maxAttempts, "attempts", &errs)
+	baseMS := intVar(env, v[1], DefaultRetryBaseDelayMS, minBaseDelayMS, int(maxBaseDelay/time.Millisecond), "milliseconds", &errs)
+	factor := floatVar(env, v[2], DefaultRetryBackoffFactor, 1, maxFactor, &errs)
+	capS := intVar(env, v[3], DefaultRetryMaxDelaySeconds, 1, int(maxDelay/time.Second), "seconds", &errs)
+	ttlM := intVar(env, v[4], DefaultRetryTTLMinutes, minTTLMinutes, int(maxTTL/time.Minute), "minutes", &errs)
 	if err := errors.Join(errs...); err != nil {
 		return retry.Config{}, err
 	}
 	base := time.Duration(baseMS) * time.Millisecond
 	capd := time.Duration(capS) * time.Second
 	if base > capd {
-		return retry.Config{}, &Error{Name: RetryBaseDelayMS, Value: strconv.Itoa(baseMS),
-			Reason: fmt.Sprintf("base delay %v is longer than %s (%v)", base, RetryMaxDelaySeconds, capd)}
+		baseName, _, _ := v[1].Lookup(env)
+		capName, _, ok := v[3].Lookup(env)
+		if !ok {
+			capName = RetryMaxDelaySeconds
+		}
+		return retry.Config{}, &Error{Name: baseName, Value: strconv.Itoa(baseMS),
+			Reason: fmt.Sprintf("base delay %v is longer than %s (%v)", base, capName, capd)}
 	}
 	return retry.Config{
 		MaxAttempts: attempts,
@@ -95,9 +146,9 @@ func EventRetry(env Lookup) (retry.Config, error) {
 	}, nil
 }
 
-func intVar(env Lookup, name string, def, lo, hi int, unit string, errs *[]error) int {
-	raw, ok := env(name)
-	if !ok || strings.TrimSpace(raw) == "" {
+func intVar(env Lookup, v Var, def, lo, hi int, unit string, errs *[]error) int {
+	name, raw, ok := v.Lookup(env)
+	if !ok {
 		return def
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(raw))
@@ -112,9 +163,9 @@ func intVar(env Lookup, name string, def, lo, hi int, unit string, errs *[]error
 	return n
 }
 
-func floatVar(env Lookup, name string, def, lo, hi float64, errs *[]error) float64 {
-	raw, ok := env(name)
-	if !ok || strings.TrimSpace(raw) == "" {
+func floatVar(env Lookup, v Var, def, lo, hi float64, errs *[]error) float64 {
+	name, raw, ok := v.Lookup(env)
+	if !ok {
 		return def
 	}
 	f, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)

@@ -124,6 +124,8 @@ func FuzzEventRetry(f *testing.F) {
 	names := []string{
 		envconfig.RetryMaxAttempts, envconfig.RetryBaseDelayMS, envconfig.RetryBackoffFactor,
 		envconfig.RetryMaxDelaySeconds, envconfig.RetryTTLMinutes,
+		envconfig.RetryMaxAttemptsAlias, envconfig.RetryBaseDelayMSAlias, envconfig.RetryBackoffFactorAlias,
+		envconfig.RetryMaxDelaySecondsAlias, envconfig.RetryTTLMinutesAlias,
 	}
 	for i, v := range []string{"8", "250", "2.0", "60", "30", "", "-1", "0x10", "1e308", "NaN", " 7 ", "９"} {
 		f.Add(uint8(i), v)
