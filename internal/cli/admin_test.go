@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -16,10 +17,12 @@ import (
 // before it opens anything.
 func TestRunRefusesNonLoopbackWithoutToken(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
-	for _, listen := range []string{"0.0.0.0:8080", ":8080", "[::]:8080", "192.168.1.10:80", "example.com:80", "nonsense"} {
+	for _, listen := range []string{"0.0.0.0:8080", ":8080", "[::]:8080", "192.168.1.10:80", "example.com:80"} {
 		code, stdout, stderr := run("run", "-data", data, "-listen", listen)
 		want(t, "run -listen "+listen, code, 2, stdout+stderr, "is not a loopback address", "-admin-token", "WEIR_ADMIN_TOKEN")
 	}
+	code, stdout, stderr := run("run", "-data", data, "-listen", "nonsense")
+	want(t, "run -listen nonsense", code, 2, stdout+stderr, `-listen "nonsense" is not host:port`)
 	// With a token, or on loopback, the check passes: the run goes on to
 	// the next check, of -max-attempts.
 	for _, args := range [][]string{
@@ -46,7 +49,7 @@ func TestRunRefusesNonLoopbackWithoutToken(t *testing.T) {
 	}
 	// The token may come from WEIR_ADMIN_TOKEN, checked alike.
 	t.Setenv("WEIR_ADMIN_TOKEN", "s3cret")
-	code, stdout, stderr := run("run", "-data", data, "-listen", "0.0.0.0:0", "-max-attempts", "0")
+	code, stdout, stderr = run("run", "-data", data, "-listen", "0.0.0.0:0", "-max-attempts", "0")
 	want(t, "run with a short WEIR_ADMIN_TOKEN", code, 2, stdout+stderr, "at least 16 bytes")
 	t.Setenv("WEIR_ADMIN_TOKEN", "s3cret-0123456789")
 	code, stdout, stderr = run("run", "-data", data, "-listen", "0.0.0.0:0", "-max-attempts", "0")
@@ -66,7 +69,7 @@ func TestLoopback(t *testing.T) {
 }
 
 // The handler weir run serves: the admin API under /api/admin/ behind the
-// token (reindex among it), the rest of the API open.
+// token (reindex among it), the read API behind it too, the probes open.
 func TestRunHandlerMountsTheAdminAPI(t *testing.T) {
 	t.Parallel()
 	var f serviceFlags
@@ -76,12 +79,12 @@ func TestRunHandlerMountsTheAdminAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	logger := newLogger(io.Discard, 0)
-	svc, err := f.open(context.Background(), true, logger, nil)
+	svc, err := f.open(context.Background(), openCreate, logger, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer svc.close()
-	h, err := runHandler(svc, "s3cret", nil, logger)
+	h, err := runHandler(svc, "s3cret", "", nil, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +100,8 @@ func TestRunHandlerMountsTheAdminAPI(t *testing.T) {
 		{http.MethodGet, "/api/admin/breakers", "s3cret", http.StatusOK},
 		{http.MethodPost, "/api/admin/reindex", "s3cret", http.StatusAccepted},
 		{http.MethodGet, "/api/admin/reindex", "s3cret", http.StatusOK},
-		{http.MethodGet, "/api/status", "", http.StatusOK},
+		{http.MethodGet, "/api/status", "", http.StatusUnauthorized},
+		{http.MethodGet, "/api/status", "s3cret", http.StatusOK},
 		{http.MethodGet, "/healthz", "", http.StatusOK},
 	} {
 		req := httptest.NewRequest(tc.method, tc.path, nil)
@@ -111,6 +115,95 @@ func TestRunHandlerMountsTheAdminAPI(t *testing.T) {
 		h.ServeHTTP(rec, req)
 		if rec.Code != tc.code || rec.Header().Get("Content-Type") != "application/json" {
 			t.Errorf("%s %s (token %q): status %d, %s; want %d, JSON", tc.method, tc.path, tc.token, rec.Code, rec.Body, tc.code)
+		}
+	}
+}
+
+// openTestService opens the service on a data directory of the test's own.
+func openTestService(t *testing.T) *service {
+	t.Helper()
+	var f serviceFlags
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	f.declare(fs)
+	if err := fs.Parse([]string{"-data", filepath.Join(t.TempDir(), "data"), "-reindex-schedule", "never"}); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := f.open(context.Background(), openCreate, newLogger(io.Discard, slog.LevelError), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(svc.close)
+	return svc
+}
+
+// Every endpoint of weir run but the probes refuses a page that reaches it
+// through DNS rebinding (a Host that is not loopback) when no token is
+// set, and takes a token, admin or read, when one is; the probes answer
+// any Host.
+func TestRunHandlerGuardsEveryEndpoint(t *testing.T) {
+	t.Parallel()
+	svc := openTestService(t)
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "weir_up 1\n") })
+	doc := strings.Repeat("ab", 32)
+	endpoints := []string{"/api/search?q=bees", "/api/documents/" + doc, "/api/status", "/metrics", "/ui/", "/ui/assets/app.js", "/", "/api/nothing"}
+	const adminTok, readTok = "admin-0123456789abcdef", "read-0123456789abcdef"
+	serve := func(h http.Handler, path, host, token string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.Host = host
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	for _, tc := range []struct {
+		name              string
+		adminTok, readTok string
+	}{{"no token", "", ""}, {"admin token", adminTok, ""}, {"read token", "", readTok}, {"both", adminTok, readTok}} {
+		h, err := runHandler(svc, tc.adminTok, tc.readTok, metrics, newLogger(io.Discard, slog.LevelError))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokenless := tc.adminTok == "" && tc.readTok == ""
+		for _, path := range endpoints {
+			rec := serve(h, path, "evil.example", "")
+			switch {
+			case tokenless && rec.Code != http.StatusForbidden:
+				t.Errorf("%s: GET %s with Host evil.example: %d, want 403: %s", tc.name, path, rec.Code, rec.Body)
+			case !tokenless && strings.HasPrefix(path, "/ui/") && rec.Code != http.StatusOK:
+				t.Errorf("%s: GET %s (public files once a token guards the data): %d, want 200", tc.name, path, rec.Code)
+			case !tokenless && !strings.HasPrefix(path, "/ui/") && path != "/" && rec.Code != http.StatusUnauthorized:
+				t.Errorf("%s: GET %s with Host evil.example and no token: %d, want 401: %s", tc.name, path, rec.Code, rec.Body)
+			}
+			if strings.Contains(rec.Body.String(), "weir_up") || strings.Contains(rec.Body.String(), `"documents"`) {
+				t.Errorf("%s: GET %s with Host evil.example answered data: %s", tc.name, path, rec.Body)
+			}
+			if tokenless {
+				if rec := serve(h, path, "127.0.0.1:8080", ""); rec.Code == http.StatusForbidden || rec.Code == http.StatusUnauthorized {
+					t.Errorf("%s: GET %s from loopback: %d: %s", tc.name, path, rec.Code, rec.Body)
+				}
+				continue
+			}
+			for _, tok := range []string{tc.adminTok, tc.readTok} {
+				if tok == "" {
+					continue
+				}
+				if rec := serve(h, path, "evil.example", tok); rec.Code == http.StatusForbidden || rec.Code == http.StatusUnauthorized {
+					t.Errorf("%s: GET %s with a token: %d: %s", tc.name, path, rec.Code, rec.Body)
+				}
+			}
+		}
+		for _, path := range []string{"/healthz", "/readyz"} {
+			if rec := serve(h, path, "evil.example", ""); rec.Code != http.StatusOK {
+				t.Errorf("%s: GET %s with Host evil.example: %d, want 200: %s", tc.name, path, rec.Code, rec.Body)
+			}
+		}
+		// The read token opens the read API, not the admin API.
+		if tc.readTok != "" {
+			if rec := serve(h, "/api/admin/jobs", "127.0.0.1:8080", tc.readTok); tc.adminTok != "" && rec.Code != http.StatusUnauthorized {
+				t.Errorf("%s: the read token opened the admin API: %d", tc.name, rec.Code)
+			}
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/weirhq/weir/internal/envconfig"
 )
@@ -58,6 +59,11 @@ type command struct {
 	// the variable WEIR_<FLAG> (upper case, "-" as "_"), if set: -store
 	// from WEIR_STORE, -llm-url from WEIR_LLM_URL.
 	env bool
+
+	// group: the command is made of subcommands (dlq, jobs). Its own flags
+	// come before the subcommand's name, which ends them; the subcommand
+	// parses the rest.
+	group bool
 }
 
 // commands is the command table, in the order "weir help" lists it. It is
@@ -79,7 +85,8 @@ func commands() []command {
 			usage:   "weir config",
 			help: "Each setting is printed with the variable it comes from. A variable with a\n" +
 				"value weir cannot use is reported with its name and value, and the command\n" +
-				"exits 1. The README's configuration table lists every variable.",
+				"exits 2, as every command does for a bad WEIR_ variable. The README's\n" +
+				"configuration table lists every variable.",
 			setup: func(*flag.FlagSet) runFunc {
 				return runConfig
 			},
@@ -155,6 +162,7 @@ func commands() []command {
 			help:    dlqGroup().help(),
 			setup:   dlqGroup().setup,
 			env:     true,
+			group:   true,
 		},
 		{
 			name:    "jobs",
@@ -163,6 +171,7 @@ func commands() []command {
 			help:    jobsGroup().help(),
 			setup:   jobsGroup().setup,
 			env:     true,
+			group:   true,
 		},
 		{
 			name:    "chaos",
@@ -217,11 +226,34 @@ func (w *syncWriter) Write(p []byte) (int, error) {
 	return w.w.Write(p)
 }
 
-// usageError is a bad command line. It makes the command exit with
-// exitUsage after its usage line.
+// usageError is a bad command line, or a bad WEIR_ variable. It makes the
+// command exit with exitUsage after its usage line.
 type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
+
+// flagError is the usage error of a value of flag name that is out of
+// range or of the wrong form: "-name value: want …".
+func flagError(name string, format string, args ...any) usageError {
+	return usageError{"-" + name + " " + fmt.Sprintf(format, args...)}
+}
+
+// fromEnv adds, to a usage error about a flag (a message that begins with
+// "-name", or a subcommand's "sub: -name"), the variable the flag's value
+// came from, when it came from one.
+func (e usageError) fromEnv(env map[string]bool) usageError {
+	msg := e.msg
+	if _, rest, ok := strings.Cut(msg, ": "); ok && !strings.HasPrefix(msg, "-") {
+		msg = rest // "list: -store: …"
+	}
+	for name := range env {
+		if rest, ok := strings.CutPrefix(msg, "-"+name); ok && (rest == "" || rest[0] == ' ' || rest[0] == ':') {
+			e.msg += fmt.Sprintf(" (the value of %s)", envName(name))
+			break
+		}
+	}
+	return e
+}
 
 // Main runs the weir command line. args are the arguments after the
 // program name; the result is the process exit code: 0 on success, 1 when
@@ -262,33 +294,137 @@ func (c command) exec(s streams, args []string) int {
 	fs := flag.NewFlagSet("weir "+c.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	run := c.setup(fs)
-	if err := fs.Parse(args); err != nil {
+	var err error
+	if c.group {
+		// The subcommand's name ends the group's flags.
+		err = withForms(fs, func() error { return fs.Parse(args) })
+		args = fs.Args()
+	} else {
+		args, err = parseFlags(fs, args)
+	}
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return writeOrFail(s, c.writeHelp(s.stdout, fs))
 		}
 		return c.usageFailure(s, err)
 	}
+	var env map[string]bool
 	if c.env {
-		if err := flagsFromEnv(fs, os.LookupEnv); err != nil {
-			fmt.Fprintf(s.stderr, "weir %s: %v\n", c.name, err)
-			return exitFail
+		if env, err = flagsFromEnv(fs, os.LookupEnv); err != nil {
+			return c.usageFailure(s, err)
 		}
 	}
-	err := run(s, fs.Args())
+	err = run(s, args)
 	if ue := (usageError{}); errors.As(err, &ue) {
-		return c.usageFailure(s, err)
+		return c.usageFailure(s, ue.fromEnv(env))
 	}
 	if err != nil {
-		fmt.Fprintf(s.stderr, "weir %s: %v\n", c.name, err)
+		fmt.Fprintf(s.stderr, "weir %s: %s\n", c.name, errorText(err))
 		return exitFail
 	}
 	return exitOK
 }
 
 func (c command) usageFailure(s streams, err error) int {
-	fmt.Fprintf(s.stderr, "weir %s: %v\nusage: %s\n", c.name, err, c.usage)
+	fmt.Fprintf(s.stderr, "weir %s: %s\nusage: %s\n", c.name, errorText(err), c.usage)
 	writeHint(s.stderr, "weir help "+c.name)
 	return exitUsage
+}
+
+// parseFlags parses the flags of fs found anywhere among args, and
+// returns the other arguments, in their order: "weir search bees -limit 3"
+// is "weir search -limit 3 bees". An argument "--" ends the flags: every
+// argument after it is positional ("weir search -- -limit"). A flag that
+// takes a value takes the next argument, whatever it is, unless it is
+// written -flag=value; a lone "-" is positional.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var flags, positional []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			positional = append(positional, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			positional = append(positional, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		if f := fs.Lookup(name); f != nil && !isBoolFlag(f.Value) && i+1 < len(args) {
+			flags = append(flags, args[i+1])
+			i++
+		}
+	}
+	if err := withForms(fs, func() error { return fs.Parse(flags) }); err != nil {
+		return nil, err
+	}
+	return positional, nil
+}
+
+func isBoolFlag(v flag.Value) bool {
+	b, ok := v.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// formValue is a flag's Value whose errors say what form the flag wants:
+// "want a whole number" rather than the flag package's "parse error".
+type formValue struct {
+	flag.Value
+	form string
+}
+
+func (v formValue) Set(s string) error {
+	if err := v.Value.Set(s); err != nil {
+		return errors.New(v.form)
+	}
+	return nil
+}
+
+func (v formValue) IsBoolFlag() bool { return isBoolFlag(v.Value) }
+
+// valueForm is what a flag of the kind of v wants, or "" for a kind whose
+// Set makes errors of its own (strings, the package's own flag types).
+func valueForm(v flag.Value) string {
+	g, ok := v.(flag.Getter)
+	if !ok {
+		return ""
+	}
+	switch g.Get().(type) {
+	case bool:
+		return "want true or false"
+	case int, int64:
+		return "want a whole number"
+	case uint, uint64:
+		return "want a whole number, 0 or more"
+	case float64:
+		return "want a number"
+	case time.Duration:
+		return "want a duration such as 500ms, 30s, 5m or 1h"
+	}
+	return ""
+}
+
+// withForms runs fn (a parse, or settings from the environment) with the
+// Values of fs wrapped in formValue, and puts them back after: the help
+// text reads the Values' own types.
+func withForms(fs *flag.FlagSet, fn func() error) error {
+	orig := map[*flag.Flag]flag.Value{}
+	fs.VisitAll(func(f *flag.Flag) {
+		if form := valueForm(f.Value); form != "" {
+			orig[f] = f.Value
+			f.Value = formValue{Value: f.Value, form: form}
+		}
+	})
+	defer func() {
+		for f, v := range orig {
+			f.Value = v
+		}
+	}()
+	return fn()
 }
 
 // writeOrFail turns an error writing the answer (a closed pipe, say) into
@@ -352,23 +488,33 @@ func envName(flag string) string {
 }
 
 // flagsFromEnv sets each flag of fs not given on the command line from
-// its variable (envName), when lookup finds it; a value the flag refuses
-// is an error that names the variable.
-func flagsFromEnv(fs *flag.FlagSet, lookup func(string) (string, bool)) error {
+// its variable (envName), when lookup finds it, and returns the names of
+// the flags it set. A value the flag refuses is a usage error that names
+// the variable, its flag and the form wanted.
+func flagsFromEnv(fs *flag.FlagSet, lookup func(string) (string, bool)) (map[string]bool, error) {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	var errs []error
-	fs.VisitAll(func(f *flag.Flag) {
-		if given[f.Name] {
-			return
-		}
-		if v, ok := lookup(envName(f.Name)); ok {
-			if err := fs.Set(f.Name, v); err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q: %v", envName(f.Name), v, err))
+	set := map[string]bool{}
+	var msgs []string
+	err := withForms(fs, func() error {
+		fs.VisitAll(func(f *flag.Flag) {
+			if given[f.Name] {
+				return
 			}
-		}
+			if v, ok := lookup(envName(f.Name)); ok {
+				if err := fs.Set(f.Name, v); err != nil {
+					msgs = append(msgs, fmt.Sprintf("%s=%q (-%s): %v", envName(f.Name), v, f.Name, err))
+					return
+				}
+				set[f.Name] = true
+			}
+		})
+		return nil
 	})
-	return errors.Join(errs...)
+	if err == nil && len(msgs) > 0 {
+		err = usageError{msg: strings.Join(msgs, "; ")}
+	}
+	return set, err
 }
 
 func capitalize(s string) string {
@@ -402,6 +548,9 @@ func runConfig(s streams, args []string) error {
 		return usageError{fmt.Sprintf("unexpected argument %q", args[0])}
 	}
 	cfg, err := envconfig.EventRetry(envconfig.OS)
+	if ee := (*envconfig.Error)(nil); errors.As(err, &ee) {
+		return usageError{err.Error()} // a bad value of a variable
+	}
 	if err != nil {
 		return err
 	}

@@ -287,8 +287,8 @@ func TestConfigRefusesBadValue(t *testing.T) {
 	t.Setenv("WEIR_RETRY_TTL_MINUTES", "soon")
 	var out, errOut bytes.Buffer
 	code := Main([]string{"config"}, &out, &errOut)
-	if code != 1 {
-		t.Fatalf("exit %d, want 1", code)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2", code)
 	}
 	if want := `weir config: WEIR_RETRY_TTL_MINUTES="soon": not a whole number of minutes`; !strings.Contains(errOut.String(), want) {
 		t.Fatalf("stderr %q lacks %q", errOut.String(), want)
@@ -335,8 +335,12 @@ func TestFlagsFromEnv(t *testing.T) {
 	}
 	env := map[string]string{"WEIR_STORE": "postgres://env", "WEIR_LLM_URL": "http://llm", "WEIR_BATCH": "7"}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	if err := flagsFromEnv(fs, lookup); err != nil {
+	set, err := flagsFromEnv(fs, lookup)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if !set["llm-url"] || !set["batch"] || set["store"] {
+		t.Fatalf("flags set from the environment: %v, want llm-url and batch", set)
 	}
 	if *storeURL != "postgres://given" || *llm != "http://llm" || *n != 7 {
 		t.Fatalf("store %q, llm-url %q, batch %d: want the command line's store and the rest from the environment", *storeURL, *llm, *n)
@@ -344,7 +348,7 @@ func TestFlagsFromEnv(t *testing.T) {
 	env["WEIR_BATCH"] = "seven"
 	fs2 := flag.NewFlagSet("t", flag.ContinueOnError)
 	fs2.Int("batch", 100, "")
-	if err := flagsFromEnv(fs2, lookup); err == nil || !strings.Contains(err.Error(), `WEIR_BATCH="seven"`) {
+	if _, err := flagsFromEnv(fs2, lookup); err == nil || !strings.Contains(err.Error(), `WEIR_BATCH="seven"`) {
 		t.Fatalf("a bad value: %v, want an error naming WEIR_BATCH", err)
 	}
 }

@@ -113,8 +113,11 @@ func setupDLQList(fs *flag.FlagSet) subRun {
 		if err != nil {
 			return err
 		}
-		if *limit < 0 || *after < 0 {
-			return usageError{"-limit and -after must not be negative"}
+		switch {
+		case *limit < 0:
+			return flagError("limit", "%d: want 0 or more (0: all)", *limit)
+		case *after < 0:
+			return flagError("after", "%d: want 0 or more: the last id of the previous page", *after)
 		}
 		f.Limit, f.AfterID = *limit, *after
 		return withExecutor(ctx, sf, func(ex store.Executor) error {
@@ -208,7 +211,7 @@ func setupDLQExport(fs *flag.FlagSet) subRun {
 			return err
 		}
 		if *limit < 0 {
-			return usageError{"-limit must not be negative"}
+			return flagError("limit", "%d: want 0 or more (0: all)", *limit)
 		}
 		f.Limit = *limit
 		return withExecutor(ctx, sf, func(ex store.Executor) error {

@@ -11,10 +11,12 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -25,6 +27,8 @@ import (
 
 	"github.com/weirhq/weir/admin"
 	"github.com/weirhq/weir/api"
+	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/internal/redact"
 	"github.com/weirhq/weir/metrics"
 	"github.com/weirhq/weir/outbox"
 	"github.com/weirhq/weir/pipeline"
@@ -44,18 +48,38 @@ func setupRun(fs *flag.FlagSet) runFunc {
 	brokerSpec := fs.String("broker", "", "publish an event per saved or failed document through the outbox to this `broker`: embedded (NATS in <data>/nats), nats://… or amqp://…; empty: no events")
 	topic := fs.String("events-topic", "weir.documents", "the broker `topic` of the events")
 	otlp := fs.String("otlp-endpoint", "", "send OpenTelemetry spans (a job attempt, a relay publish) over OTLP/HTTP to this `URL` (http://host:4318); empty: none")
-	adminToken := fs.String("admin-token", "", "bearer `token` the admin API (/api/admin/) requires; required when -listen is not a loopback address (prefer WEIR_ADMIN_TOKEN: a flag shows in ps)")
+	adminToken := fs.String("admin-token", "", "bearer `token` the admin API (/api/admin/) requires, and which opens the read API too; required when -listen is not a loopback address (prefer WEIR_ADMIN_TOKEN: a flag shows in ps)")
+	readToken := fs.String("read-token", "", "bearer `token` that opens the read API (search, documents, status, /metrics) but not the admin API; without any token the read API answers only a loopback Host (prefer WEIR_READ_TOKEN)")
 	return func(s streams, args []string) error {
 		if len(args) > 0 {
 			return usageError{fmt.Sprintf("unexpected argument %q", args[0])}
 		}
+		if err := checkListen(*listen); err != nil {
+			return err
+		}
 		if !loopback(*listen) {
 			if *adminToken == "" {
-				return usageError{fmt.Sprintf("-listen %s is not a loopback address, and the admin API would be open to the network: set -admin-token (or WEIR_ADMIN_TOKEN), or listen on 127.0.0.1 or localhost", *listen)}
+				return flagError("listen", "%s is not a loopback address, and the admin API would be open to the network: set -admin-token (or WEIR_ADMIN_TOKEN), or listen on 127.0.0.1 or localhost", *listen)
 			}
 			if err := checkToken(*adminToken); err != nil {
 				return usageError{fmt.Sprintf("-listen %s is not a loopback address: -admin-token (or WEIR_ADMIN_TOKEN) %v", *listen, err)}
 			}
+			if *readToken != "" {
+				if err := checkToken(*readToken); err != nil {
+					return usageError{fmt.Sprintf("-listen %s is not a loopback address: -read-token (or WEIR_READ_TOKEN) %v", *listen, err)}
+				}
+			}
+		}
+		if *brokerSpec != "" {
+			if err := checkBroker(*brokerSpec); err != nil {
+				return err
+			}
+			if *topic == "" {
+				return usageError{"-events-topic is empty: want the broker topic of the events"}
+			}
+		}
+		if err := f.check(); err != nil {
+			return err
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
@@ -79,16 +103,14 @@ func setupRun(fs *flag.FlagSet) runFunc {
 		}
 		var relay *outbox.Relay
 		if *brokerSpec != "" {
-			if *topic == "" {
-				return usageError{"-events-topic is empty"}
-			}
 			f.eventsTopic = *topic
 		}
-		svc, err := f.open(ctx, true, logger, reg)
+		svc, err := f.open(ctx, openCreate, logger, reg)
 		if err != nil {
 			return err
 		}
 		defer svc.close()
+		svc.probe = newWriteProbe(f.store.data, svc.DB(), clock.Real)
 		if err := reg.Register(metrics.NewBreakerCollector(svc.breakers...)); err != nil {
 			return fmt.Errorf("register the breaker metrics: %w", err)
 		}
@@ -109,7 +131,7 @@ func setupRun(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return fmt.Errorf("-listen: %w", err)
 		}
-		h, err := runHandler(svc, *adminToken, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), logger)
+		h, err := runHandler(svc, *adminToken, *readToken, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), logger)
 		if err != nil {
 			return err
 		}
@@ -152,29 +174,68 @@ func setupRun(fs *flag.FlagSet) runFunc {
 }
 
 // runHandler is weir run's HTTP handler: the service's API, with the
-// admin API under /api/admin/, behind token when it is set, and the web
-// console under /ui/ ("/" redirects there). The console's files are
-// public; the data it shows comes from the admin API, which asks it for
-// the token.
-func runHandler(svc *service, token string, metrics http.Handler, logger *slog.Logger) (http.Handler, error) {
-	adm, err := admin.New(admin.Config{Store: svc.DB().Store.Executor(), Token: token, Breakers: svc.breakers,
+// admin API under /api/admin/, behind adminToken when it is set, and the
+// web console under /ui/ ("/" redirects there).
+//
+// Every path but /healthz and /readyz is guarded against other sites
+// (admin.Protect): the read API (search, documents, status, /metrics)
+// takes the admin token or the read token when either is set, and answers
+// only a loopback Host when neither is; the console's files, which hold
+// no data, are public once a token is set (the console asks for it), and
+// answer only a loopback Host otherwise. /healthz and /readyz answer any
+// Host, for load balancers: they tell whether the service is up and ready,
+// nothing else.
+func runHandler(svc *service, adminToken, readToken string, metrics http.Handler, logger *slog.Logger) (http.Handler, error) {
+	adm, err := admin.New(admin.Config{Store: svc.DB().Store.Executor(), Token: adminToken, Breakers: svc.breakers,
 		Reindex: svc, Logger: logger})
 	if err != nil {
 		return nil, err
 	}
-	apiHandler, err := api.New(api.Config{Service: svc, Metrics: metrics, Admin: adm, Logger: logger})
+	apiHandler, err := api.New(api.Config{Service: svc, Metrics: metrics, Admin: adm, Logger: logger,
+		Tokens: []string{adminToken, readToken}, TokenHint: "WEIR_READ_TOKEN or WEIR_ADMIN_TOKEN"})
 	if err != nil {
 		return nil, err
 	}
-	console, err := ui.New()
-	if err != nil {
+	var console, redirect http.Handler
+	if console, err = ui.New(); err != nil {
 		return nil, err
+	}
+	redirect = ui.Redirect()
+	if adminToken == "" && readToken == "" {
+		console, redirect = admin.Protect(console, ""), admin.Protect(redirect, "")
 	}
 	mux := http.NewServeMux()
 	mux.Handle(ui.Prefix, console)
-	mux.Handle("GET /{$}", ui.Redirect())
+	mux.Handle("GET /{$}", redirect)
 	mux.Handle("/", apiHandler)
 	return mux, nil
+}
+
+// checkListen returns a usage error unless addr is host:port with a port
+// from 0 to 65535 (the host may be empty: every interface).
+func checkListen(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return flagError("listen", "%q is not host:port: want an address such as 127.0.0.1:8080, localhost:8080 or [::1]:8080", addr)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return flagError("listen", "%q: the port %q is not a number from 0 to 65535", addr, port)
+	}
+	return nil
+}
+
+// checkBroker returns a usage error unless spec is a broker -broker
+// takes: embedded, a nats:// URL, or an amqp:// or amqps:// URL with a
+// host. It never repeats a password.
+func checkBroker(spec string) error {
+	if spec == "embedded" {
+		return nil
+	}
+	u, err := url.Parse(spec)
+	if err != nil || u.Host == "" || (u.Scheme != "nats" && u.Scheme != "amqp" && u.Scheme != "amqps") {
+		return flagError("broker", "%q: want embedded, a nats:// URL or an amqp:// (amqps://) URL with a host", redact.URL(spec))
+	}
+	return nil
 }
 
 // minTokenLen is the shortest admin token weir run takes off loopback, in
@@ -221,10 +282,13 @@ func setupIngest(fs *flag.FlagSet) runFunc {
 		if len(args) == 0 {
 			return usageError{"want at least one file or folder to ingest"}
 		}
+		if *timeout <= 0 {
+			return flagError("timeout", "%v: want a positive duration such as 30m", *timeout)
+		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		f.sweepEvery, f.reindexAt = 500*time.Millisecond, pipeline.NoSchedule
-		svc, err := f.open(ctx, true, newLogger(s.stderr, slog.LevelWarn+1), nil)
+		svc, err := f.open(ctx, openCreate, newLogger(s.stderr, slog.LevelWarn+1), nil)
 		if err != nil {
 			return err
 		}
@@ -290,10 +354,10 @@ func setupSearch(fs *flag.FlagSet) runFunc {
 			return usageError{"want the words to search for"}
 		}
 		if *limit < 1 || *limit > api.MaxSearchLimit {
-			return usageError{fmt.Sprintf("-limit %d: want 1 to %d", *limit, api.MaxSearchLimit)}
+			return flagError("limit", "%d: want 1 to %d", *limit, api.MaxSearchLimit)
 		}
 		ctx := context.Background()
-		svc, err := f.open(ctx, false, newLogger(s.stderr, slog.LevelError), nil)
+		svc, err := f.open(ctx, openReadOnly, newLogger(s.stderr, slog.LevelError), nil)
 		if err != nil {
 			return err
 		}
@@ -329,8 +393,11 @@ func setupStatus(fs *flag.FlagSet) runFunc {
 		if len(args) > 0 {
 			return usageError{fmt.Sprintf("unexpected argument %q", args[0])}
 		}
+		if *stuck <= 0 {
+			return flagError("stuck-after", "%v: want a positive duration such as 10m", *stuck)
+		}
 		ctx := context.Background()
-		svc, err := f.open(ctx, false, newLogger(s.stderr, slog.LevelError), nil)
+		svc, err := f.open(ctx, openReadOnly, newLogger(s.stderr, slog.LevelError), nil)
 		if err != nil {
 			return err
 		}
@@ -399,7 +466,7 @@ func setupReindex(fs *flag.FlagSet) runFunc {
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		svc, err := f.open(ctx, false, newLogger(s.stderr, slog.LevelError), nil)
+		svc, err := f.open(ctx, openExisting, newLogger(s.stderr, slog.LevelError), nil)
 		if err != nil {
 			return err
 		}

@@ -100,7 +100,7 @@ func TestIngestionCommandsRefuseBadInput(t *testing.T) {
 		}
 	}
 	t.Setenv("WEIR_WORKERS", "many")
-	if code, _, stderr := run("status", "-data", missing); code != 1 || !strings.Contains(stderr, `WEIR_WORKERS="many"`) {
+	if code, _, stderr := run("status", "-data", missing); code != 2 || !strings.Contains(stderr, `WEIR_WORKERS="many"`) {
 		t.Fatalf("a bad WEIR_WORKERS: %d, %q", code, stderr)
 	}
 }

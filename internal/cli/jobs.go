@@ -67,9 +67,9 @@ func setupJobsList(fs *flag.FlagSet) subRun {
 		}
 		switch {
 		case *limit < 1 || *limit > store.MaxJobListLimit:
-			return usageError{fmt.Sprintf("-limit %d: want 1 to %d", *limit, store.MaxJobListLimit)}
+			return flagError("limit", "%d: want 1 to %d", *limit, store.MaxJobListLimit)
 		case *before < 0:
-			return usageError{"-before must not be negative"}
+			return flagError("before", "%d: want 0 or more: the last id of the previous page", *before)
 		}
 		return withExecutor(ctx, sf, func(ex store.Executor) error {
 			jobs, err := ex.ListJobs(ctx, f)

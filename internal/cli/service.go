@@ -2,12 +2,15 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -23,9 +26,12 @@ import (
 	"github.com/weirhq/weir/broker/rabbitmq"
 	"github.com/weirhq/weir/extract"
 	"github.com/weirhq/weir/internal/appdb"
+	"github.com/weirhq/weir/internal/redact"
 	"github.com/weirhq/weir/metrics"
 	"github.com/weirhq/weir/pipeline"
 	"github.com/weirhq/weir/resilience/breaker"
+	"github.com/weirhq/weir/schedule"
+	"github.com/weirhq/weir/search"
 	"github.com/weirhq/weir/search/fts"
 )
 
@@ -64,27 +70,80 @@ func (f *serviceFlags) declare(fs *flag.FlagSet) {
 	fs.StringVar(&f.reindexAt, "reindex-schedule", pipeline.DefaultReindexSchedule, "when reconciliation runs by itself, as a schedule (\"daily at 02:00\", \"0 2 * * *\"), or \"never\"")
 }
 
-// appDB opens weir's store and the service's tables; create makes a
-// missing data directory (run, ingest), otherwise it must exist.
-func (f storeFlags) appDB(ctx context.Context, create bool) (*appdb.DB, error) {
+// openMode says what opening the service may make.
+type openMode int
+
+const (
+	// openCreate may make the data directory, the schema and the tables
+	// (weir run, weir ingest).
+	openCreate openMode = iota
+	// openExisting needs a store that exists, migrated, and may write to it
+	// and to the data directory (weir reindex).
+	openExisting
+	// openReadOnly needs a store that exists, migrated, with the service's
+	// tables, and makes nothing: no directory, no schema, no table, no
+	// index file (weir search, weir status).
+	openReadOnly
+)
+
+// appDB opens weir's store and the service's tables. With openCreate it
+// makes a missing data directory; otherwise the store must exist, at this
+// weir's schema version, and with openReadOnly hold the service's tables
+// too.
+func (f storeFlags) appDB(ctx context.Context, mode openMode) (*appdb.DB, error) {
 	driver, err := f.driver()
 	if err != nil {
 		return nil, err
 	}
-	if create {
-		if err := os.MkdirAll(f.data, 0o755); err != nil {
-			return nil, fmt.Errorf("make the data directory: %w", err)
+	if mode == openCreate {
+		if driver == "sqlite" {
+			if err := os.MkdirAll(f.data, 0o755); err != nil {
+				return nil, fmt.Errorf("make the data directory: %w", err)
+			}
 		}
-	} else if driver == "sqlite" {
-		if err := f.checkData(); err != nil {
-			return nil, err
-		}
+	} else if err := f.checkExists(ctx, driver); err != nil {
+		return nil, err
 	}
+	where := f.where(driver)
 	db, err := appdb.Open(ctx, appdb.Config{URL: f.url, Schema: f.schema, Path: f.sqlitePath()})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", f.where(driver), err)
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	if mode != openCreate {
+		err = f.checkVersion(ctx, db.Store, where, driver)
+	}
+	if err == nil && mode == openReadOnly {
+		err = checkServiceTables(ctx, db, where)
+	}
+	if err != nil {
+		db.Close()
+		return nil, err
 	}
 	return db, nil
+}
+
+// serviceTable finds the tables pipeline.Schema makes.
+var serviceTable = regexp.MustCompile(`(?i)CREATE TABLE IF NOT EXISTS\s+([a-z_][a-z0-9_]*)`)
+
+// checkServiceTables returns an error unless db holds every table of the
+// ingestion service, which weir migrate makes.
+func checkServiceTables(ctx context.Context, db *appdb.DB, where string) error {
+	for _, m := range serviceTable.FindAllStringSubmatch(pipeline.Schema[db.Driver], -1) {
+		var q string
+		if db.Driver == appdb.SQLite {
+			q = `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = $1`
+		} else {
+			q = `SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = $1`
+		}
+		var n int
+		if err := db.SQL.QueryRowContext(ctx, q, m[1]).Scan(&n); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		if n == 0 {
+			return fmt.Errorf("%s has no table %s of the ingestion service: run weir migrate", where, m[1])
+		}
+	}
+	return nil
 }
 
 // service is an opened service and what closes it.
@@ -94,31 +153,88 @@ type service struct {
 	// the LLM extractor's, with -llm-url.
 	breakers []*breaker.Breaker
 	close    func()
+	// probe, when set, makes Ready check that writes succeed (weir run).
+	probe *writeProbe
+}
+
+// check returns a usage error naming the first flag whose value is out of
+// range: it runs before anything is opened.
+func (f *serviceFlags) check() error {
+	switch {
+	case f.workers < 1:
+		return flagError("workers", "%d: want at least 1", f.workers)
+	case f.maxAttempts < 1:
+		return flagError("max-attempts", "%d: want at least 1", f.maxAttempts)
+	case f.backoff <= 0:
+		return flagError("backoff", "%v: want a positive duration such as 5s", f.backoff)
+	case f.watchEvery <= 0:
+		return flagError("watch-every", "%v: want a positive duration such as 1s", f.watchEvery)
+	case strings.ContainsFunc(f.id, unsafeRune):
+		return flagError("id", "%q: want a name without control characters", f.id)
+	}
+	if f.reindexAt != pipeline.NoSchedule {
+		if _, err := schedule.Parse(f.reindexAt); err != nil {
+			return flagError("reindex-schedule", "%q: %v (or %q)", f.reindexAt, err, pipeline.NoSchedule)
+		}
+	}
+	if f.llmURL != "" {
+		u, err := url.Parse(f.llmURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return flagError("llm-url", "%q: want an http:// or https:// URL with a host (…/v1)", redact.URL(f.llmURL))
+		}
+	}
+	if _, err := f.store.driver(); err != nil {
+		return err
+	}
+	return nil
 }
 
 // open opens the database, the index and the extractor, and makes the
-// service (migrating the database). create: see appDB.
-// With reg, the job engine's metrics are registered there.
-func (f *serviceFlags) open(ctx context.Context, create bool, logger *slog.Logger, reg prometheus.Registerer) (*service, error) {
-	if f.maxAttempts < 1 || f.workers < 1 || f.backoff <= 0 || f.watchEvery <= 0 {
-		return nil, usageError{"-max-attempts and -workers must be at least 1, -backoff and -watch-every positive"}
+// service. mode says what it may make: see openMode. With reg, the job
+// engine's metrics are registered there.
+func (f *serviceFlags) open(ctx context.Context, mode openMode, logger *slog.Logger, reg prometheus.Registerer) (*service, error) {
+	if err := f.check(); err != nil {
+		return nil, err
 	}
-	db, err := f.store.appDB(ctx, create)
+	indexPath := filepath.Join(f.store.data, indexFile)
+	db, err := f.store.appDB(ctx, mode)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(f.store.data, filepath.Dir(indexFile)), 0o755); err != nil {
-		db.Close()
-		return nil, err
-	}
-	idx, err := fts.Open(ctx, fts.Config{Path: filepath.Join(f.store.data, indexFile), Logger: logger})
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open the search index: %w", err)
-	}
+	var cleanup []func()
 	closeAll := func() {
-		idx.Close()
-		db.Close()
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			cleanup[i]()
+		}
+	}
+	cleanup = append(cleanup, func() { db.Close() })
+	dataDir := f.store.data
+	var idx pipeline.Index
+	if mode == openReadOnly {
+		// pipeline.New makes the data directory's folders, which a command
+		// that only reads must not: it gets a scratch directory, which
+		// the queries never read.
+		if dataDir, err = os.MkdirTemp("", "weir-read-"); err != nil {
+			closeAll()
+			return nil, err
+		}
+		cleanup = append(cleanup, func() { os.RemoveAll(dataDir) })
+		if _, err := os.Stat(indexPath); errors.Is(err, fs.ErrNotExist) {
+			idx = noIndex{path: indexPath}
+		}
+	}
+	if idx == nil {
+		if err := os.MkdirAll(filepath.Dir(indexPath), 0o755); err != nil {
+			closeAll()
+			return nil, err
+		}
+		fidx, err := fts.Open(ctx, fts.Config{Path: indexPath, Logger: logger})
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("open the search index: %w", err)
+		}
+		cleanup = append(cleanup, func() { fidx.Close() })
+		idx = fidx
 	}
 	var ex pipeline.Extractor = extract.NewLocal()
 	name := "local"
@@ -127,7 +243,7 @@ func (f *serviceFlags) open(ctx context.Context, create bool, logger *slog.Logge
 		llm, err := extract.NewLLM(extract.LLMConfig{URL: f.llmURL, Model: f.llmModel, APIKey: f.llmKey, Logger: logger})
 		if err != nil {
 			closeAll()
-			return nil, usageError{fmt.Sprintf("-llm-url: %v", err)}
+			return nil, usageError{fmt.Sprintf("-llm-url: %s", redact.String(err.Error(), f.llmKey))}
 		}
 		ex, name = llm, "llm"
 		breakers = append(breakers, llm.Breaker())
@@ -142,7 +258,7 @@ func (f *serviceFlags) open(ctx context.Context, create bool, logger *slog.Logge
 	st := pipeline.Stage{MaxAttempts: f.maxAttempts}
 	st.Backoff = pipeline.DefaultBackoff
 	st.Backoff.Base = f.backoff
-	svc, err := pipeline.New(ctx, pipeline.Config{DB: db, DataDir: f.store.data, Index: idx, Extractor: ex, ExtractorName: name,
+	svc, err := pipeline.New(ctx, pipeline.Config{DB: db, DataDir: dataDir, Index: idx, Extractor: ex, ExtractorName: name,
 		ID: f.id, Workers: f.workers, Parse: st, Extract: st, Save: st, IndexStage: st,
 		WatchEvery: f.watchEvery, SweepEvery: f.sweepEvery, ReindexSchedule: f.reindexAt, Logger: logger, Metrics: m,
 		EventsTopic: f.eventsTopic, TracerProvider: f.tracer})
@@ -151,6 +267,30 @@ func (f *serviceFlags) open(ctx context.Context, create bool, logger *slog.Logge
 		return nil, err
 	}
 	return &service{Service: svc, breakers: breakers, close: closeAll}, nil
+}
+
+// noIndex stands for a search index that was never made (a data
+// directory weir migrate made, that no weir run has used): it holds
+// nothing, and a search in it says so. A command that only reads does not
+// make the file.
+type noIndex struct{ path string }
+
+var _ pipeline.Index = noIndex{}
+
+func (n noIndex) err() error {
+	return fmt.Errorf("no search index at %s: weir run, weir ingest or weir reindex makes it", n.path)
+}
+
+func (n noIndex) Put(context.Context, ...search.Doc) error        { return n.err() }
+func (n noIndex) Delete(context.Context, ...string) (int, error)  { return 0, n.err() }
+func (n noIndex) Get(context.Context, string) (search.Doc, error) { return search.Doc{}, n.err() }
+func (n noIndex) Count(context.Context) (int, error)              { return 0, nil }
+func (n noIndex) Close() error                                    { return nil }
+func (n noIndex) Search(context.Context, string, int) ([]search.Hit, error) {
+	return nil, n.err()
+}
+func (n noIndex) Entries(context.Context, string, int) ([]search.Entry, error) {
+	return nil, nil
 }
 
 // openBroker opens the broker -broker names: "embedded" for a NATS
@@ -171,7 +311,7 @@ func openBroker(ctx context.Context, spec, data string, logger *slog.Logger) (br
 // serviceTables makes the ingestion service's tables beside weir's, as
 // weir run would (statements that can run again).
 func (f storeFlags) serviceTables(ctx context.Context) error {
-	db, err := f.appDB(ctx, true)
+	db, err := f.appDB(ctx, openCreate)
 	if err != nil {
 		return err
 	}
@@ -186,12 +326,12 @@ func (f storeFlags) serviceTables(ctx context.Context) error {
 func newTracerProvider(ctx context.Context, endpoint string) (*sdktrace.TracerProvider, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, usageError{fmt.Sprintf("-otlp-endpoint %q: want an http:// or https:// URL with a host", endpoint)}
+		return nil, flagError("otlp-endpoint", "%q: want an http:// or https:// URL with a host", redact.URL(endpoint))
 	}
 	opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(strings.TrimRight(endpoint, "/") + "/v1/traces")}
 	exp, err := otlptracehttp.New(ctx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("-otlp-endpoint: %w", err)
+		return nil, fmt.Errorf("-otlp-endpoint %s: %s", redact.URL(endpoint), redact.String(err.Error()))
 	}
 	res := resource.NewSchemaless(attribute.String("service.name", "weir"))
 	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)), nil

@@ -11,7 +11,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/weirhq/weir/internal/appdb"
+	"github.com/weirhq/weir/internal/redact"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/store/postgres"
 )
@@ -83,6 +86,14 @@ type opened struct {
 // other value is a usage error that names the problem and never repeats
 // a URL's password.
 func (f storeFlags) driver() (string, error) {
+	switch {
+	case f.data == "":
+		return "", usageError{"-data is empty: want the data directory"}
+	case f.schema == "":
+		return "", usageError{"-schema is empty: want a PostgreSQL schema name"}
+	case len(f.schema) > 63 || strings.ContainsFunc(f.schema, unsafeRune):
+		return "", flagError("schema", "%q: want a PostgreSQL name of at most 63 bytes without control characters", f.schema)
+	}
 	if f.url == "" {
 		return "sqlite", nil
 	}
@@ -123,39 +134,78 @@ func (f storeFlags) noData(driver string) error {
 }
 
 // open opens the existing store the flags name, migrated to this weir's
-// schema. It creates nothing on disk: a missing data directory or SQLite
-// file is an error that says to run weir migrate. (PostgreSQL's driver
-// makes a missing schema, empty, before the check refuses it.)
+// schema. It creates nothing: a missing data directory or SQLite file, a
+// missing PostgreSQL schema and a schema without weir's tables are errors
+// that say to run weir migrate.
 func (f storeFlags) open(ctx context.Context) (opened, error) {
 	driver, err := f.driver()
 	if err != nil {
 		return opened{}, err
 	}
-	if driver == "sqlite" {
-		if err := f.checkData(); err != nil {
-			return opened{}, err
-		}
+	if err := f.checkExists(ctx, driver); err != nil {
+		return opened{}, err
 	}
 	o, err := f.connect(ctx, driver)
 	if err != nil {
 		return opened{}, err
 	}
-	cur, latest, err := o.store.SchemaVersion(ctx)
-	switch {
-	case err != nil:
-		err = fmt.Errorf("%s: %w", o.where, err)
-	case cur == 0:
-		err = f.noData(driver)
-	case cur < latest:
-		err = fmt.Errorf("%s is at schema version %d and this weir needs %d: run weir migrate", o.where, cur, latest)
-	case cur > latest:
-		err = fmt.Errorf("%s is at schema version %d, newer than this weir's %d (upgrade weir): %w", o.where, cur, latest, store.ErrSchemaTooNew)
-	}
-	if err != nil {
+	if err := f.checkVersion(ctx, o.store, o.where, driver); err != nil {
 		_ = o.close()
 		return opened{}, err
 	}
 	return o, nil
+}
+
+// checkExists returns an error, and creates nothing, unless the store the
+// flags name is there: the data directory and its SQLite file, or the
+// PostgreSQL schema with weir's tables in it. It is checked before the
+// store is opened, since opening makes a missing SQLite file or
+// PostgreSQL schema.
+func (f storeFlags) checkExists(ctx context.Context, driver string) error {
+	if driver == "sqlite" {
+		return f.checkData()
+	}
+	return f.checkPostgres(ctx)
+}
+
+// checkPostgres returns an error unless the schema exists and holds weir's
+// tables. It connects on its own: the store's Open would make a missing
+// schema.
+func (f storeFlags) checkPostgres(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, f.url)
+	if err != nil {
+		return fmt.Errorf("connect to %s: %s", f.where("postgres"), redact.String(err.Error()))
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var schema, tables bool
+	err = conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1), to_regclass($2) IS NOT NULL`,
+		f.schema, pgx.Identifier{f.schema, "weir_migrations"}.Sanitize()).Scan(&schema, &tables)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s: %s", f.where("postgres"), redact.String(err.Error()))
+	case !schema:
+		return fmt.Errorf("no weir data in %s: the schema does not exist (run weir run or weir migrate to make it, or set -schema / WEIR_SCHEMA)", f.where("postgres"))
+	case !tables:
+		return fmt.Errorf("no weir data in %s: the schema has no weir tables (run weir migrate to make them, or set -schema / WEIR_SCHEMA)", f.where("postgres"))
+	}
+	return nil
+}
+
+// checkVersion returns an error unless st is at this weir's schema
+// version.
+func (f storeFlags) checkVersion(ctx context.Context, st store.Store, where, driver string) error {
+	cur, latest, err := st.SchemaVersion(ctx)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s: %w", where, err)
+	case cur == 0:
+		return f.noData(driver)
+	case cur < latest:
+		return fmt.Errorf("%s is at schema version %d and this weir needs %d: run weir migrate", where, cur, latest)
+	case cur > latest:
+		return fmt.Errorf("%s is at schema version %d, newer than this weir's %d (upgrade weir): %w", where, cur, latest, store.ErrSchemaTooNew)
+	}
+	return nil
 }
 
 // openOrCreate opens the store the flags name, making the data directory

@@ -98,7 +98,8 @@ func (g group) run(s streams, parent storeFlags, args []string) error {
 	sf := parent
 	sf.declare(fs)
 	run := sc.setup(fs)
-	if err := fs.Parse(args[1:]); err != nil {
+	rest, err := parseFlags(fs, args[1:])
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return sc.writeHelp(s.stdout, fs)
 		}
@@ -106,7 +107,7 @@ func (g group) run(s streams, parent storeFlags, args []string) error {
 	}
 	ctx, stop := commandContext()
 	defer stop()
-	err := run(ctx, s, sf, fs.Args())
+	err = run(ctx, s, sf, rest)
 	if ue := (usageError{}); errors.As(err, &ue) {
 		return usageError{fmt.Sprintf("%s: %s", sc.name, ue.msg)}
 	}
