@@ -13,6 +13,20 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
+// LockFile is the file in EmbeddedConfig.Dir that the embedded broker
+// locks while it runs, and where it writes its process id.
+const LockFile = "weir-embedded.lock"
+
+// ErrDirInUse is wrapped by OpenEmbedded's error when another Broker, of
+// this process or of another, runs the embedded server on the directory:
+// two servers on one directory would each write the same stream files,
+// losing messages and damaging the files.
+var ErrDirInUse = errors.New("broker/nats: the embedded broker's directory is in use")
+
+// dirInUseHint ends ErrDirInUse's message.
+const dirInUseHint = "one process at a time can run the embedded broker on a directory; " +
+	"to share one broker between processes, run a NATS server (nats://...) or RabbitMQ (amqp://...) and point each at it"
+
 // Defaults of EmbeddedConfig.
 const (
 	DefaultEmbeddedHost = "127.0.0.1"
@@ -24,7 +38,11 @@ const (
 type EmbeddedConfig struct {
 	// Dir is the directory where JetStream keeps its streams (under
 	// Dir/jetstream). Required; made if missing. A server started again on
-	// the same Dir finds its streams, messages and consumers there.
+	// the same Dir finds its streams, messages and consumers there. One
+	// Broker at a time, in one process, may use a Dir: it holds a lock on
+	// Dir/weir-embedded.lock (flock; released when the Broker closes or
+	// its process dies), and OpenEmbedded fails with ErrDirInUse while
+	// another holds it.
 	Dir string
 	// Host is the address the server listens on for clients. Default
 	// 127.0.0.1: the machine's own processes only.
@@ -77,7 +95,11 @@ func (c EmbeddedConfig) withDefaults() (EmbeddedConfig, error) {
 //
 // This is weir's single-machine broker: the same server and the same
 // driver as against a NATS deployment, with its durable streams, msg-id
-// dedupe and delivery limits.
+// dedupe and delivery limits. It serves one process per directory: a
+// second OpenEmbedded on cfg.Dir, in this process or another, fails with
+// an error wrapping ErrDirInUse until the first Broker closes (or its
+// process dies). Processes that share a broker need a NATS server of
+// their own (Open) or RabbitMQ.
 func OpenEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Broker, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -102,13 +124,18 @@ type embedded struct {
 	log  *slog.Logger
 	mu   sync.Mutex
 	srv  *server.Server
-	port int // the port taken at the first start, kept across restarts
+	port int      // the port taken at the first start, kept across restarts
+	lock *dirLock // held until shutdown
 }
 
 func startEmbedded(cfg EmbeddedConfig) (*embedded, error) {
-	e := &embedded{cfg: cfg, port: cfg.Port, log: cfg.Broker.Logger.With(slog.String("nats_server", "embedded"))}
-	if err := e.start(); err != nil {
+	lock, err := lockDir(cfg.Dir)
+	if err != nil {
 		return nil, err
+	}
+	e := &embedded{cfg: cfg, port: cfg.Port, log: cfg.Broker.Logger.With(slog.String("nats_server", "embedded")), lock: lock}
+	if err := e.start(); err != nil {
+		return nil, errors.Join(err, lock.release())
 	}
 	return e, nil
 }
@@ -158,8 +185,8 @@ func (e *embedded) url() string {
 	return "nats://" + net.JoinHostPort(e.cfg.Host, strconv.Itoa(e.port))
 }
 
-// shutdown stops the server and waits until it stopped. It does nothing
-// after the first call.
+// shutdown stops the server, waits until it stopped, and releases the
+// directory. It does nothing after the first call.
 func (e *embedded) shutdown() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -168,7 +195,9 @@ func (e *embedded) shutdown() error {
 		e.srv.WaitForShutdown()
 		e.srv = nil
 	}
-	return nil
+	err := e.lock.release()
+	e.lock = nil
+	return err
 }
 
 // restart shuts the server down and starts it again on the same port and
@@ -176,7 +205,7 @@ func (e *embedded) shutdown() error {
 func (e *embedded) restart() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.srv == nil {
+	if e.srv == nil || e.lock == nil {
 		return errors.New("broker/nats: embedded server shut down")
 	}
 	e.srv.Shutdown()

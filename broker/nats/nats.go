@@ -3,19 +3,24 @@ package nats
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/weirhq/weir/broker"
+	"github.com/weirhq/weir/internal/redact"
 )
 
 // Defaults of Config.
@@ -42,7 +47,8 @@ var ErrClosed = errors.New("broker/nats: broker closed")
 // on the local machine's default port.
 type Config struct {
 	// URL is the NATS server's URL, or several separated by commas (the
-	// members of a cluster). Default nats://127.0.0.1:4222.
+	// members of a cluster): nats://, tls://, ws:// or wss://, with a
+	// host. Default nats://127.0.0.1:4222.
 	URL string
 	// Name names the connection on the server (its monitoring pages).
 	// Default "weir".
@@ -67,6 +73,14 @@ type Config struct {
 	PublishTimeout time.Duration
 	// ConnectTimeout bounds the first connection, made by Open. Default 5 s.
 	ConnectTimeout time.Duration
+	// RetryFirstConnect makes Open return a Broker even when no server
+	// can be reached: it goes on connecting in the background, as it
+	// reconnects after a lost connection, and meanwhile Declare and
+	// Publish fail at once with an error wrapping broker.ErrNotConnected.
+	// A bad URL, or a server that refuses the credentials or the TLS
+	// setup, still fails Open. Default false: Open fails when it cannot
+	// connect within ConnectTimeout.
+	RetryFirstConnect bool
 	// ReconnectWait is the longest wait between two attempts to reconnect
 	// after a lost connection; the first waits 50 ms and each next one
 	// twice as long, up to this. The attempts never stop. Default 2 s.
@@ -100,6 +114,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.URL == "" {
 		c.URL = DefaultURL
+	}
+	if err := checkURLs(c.URL); err != nil {
+		return c, err
 	}
 	if c.Name == "" {
 		c.Name = DefaultName
@@ -157,16 +174,23 @@ type Broker struct {
 	flights map[seqKey]*flight
 	recent  map[seqKey]outcome
 
+	// connects counts the connections made, the first included.
+	connects atomic.Uint64
+
 	closeOnce sync.Once
 	closeErr  error
 }
 
-var _ broker.Broker = (*Broker)(nil)
+var (
+	_ broker.Broker       = (*Broker)(nil)
+	_ broker.Connectivity = (*Broker)(nil)
+)
 
 // Open connects to the NATS server of cfg.URL, which must have JetStream
 // enabled, and returns a Broker over it. The connection is made once
-// before Open returns; later, a lost connection is made again, with
-// backoff, for as long as the Broker is open.
+// before Open returns, unless cfg.RetryFirstConnect lets it go on in the
+// background; later, a lost connection is made again, with backoff, for
+// as long as the Broker is open.
 func Open(ctx context.Context, cfg Config) (*Broker, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -188,7 +212,10 @@ func open(ctx context.Context, cfg Config, srv *embedded) (*Broker, error) {
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
 		timeout = time.Until(d)
 	}
-	nc, err := natsgo.Connect(cfg.URL,
+	// background is set when the first connection goes on in the
+	// background: nats.go then reports it to the connect handler.
+	var background atomic.Bool
+	opts := []natsgo.Option{
 		natsgo.Name(cfg.Name),
 		natsgo.Timeout(timeout),
 		natsgo.MaxReconnects(-1),
@@ -201,8 +228,18 @@ func open(ctx context.Context, cfg Config, srv *embedded) (*Broker, error) {
 				b.log.Warn("connection lost", slog.Any("err", err))
 			}
 		}),
+		natsgo.ConnectHandler(func(nc *natsgo.Conn) {
+			if background.Load() {
+				b.connects.Add(1)
+				b.log.Info("connected", slog.String("url", nc.ConnectedUrlRedacted()))
+			}
+		}),
 		natsgo.ReconnectHandler(func(nc *natsgo.Conn) {
+			b.connects.Add(1)
 			b.log.Info("reconnected", slog.String("url", nc.ConnectedUrlRedacted()))
+		}),
+		natsgo.ReconnectErrHandler(func(_ *natsgo.Conn, err error) {
+			b.log.Debug("connect failed; trying again", slog.Any("err", err))
 		}),
 		natsgo.ErrorHandler(func(_ *natsgo.Conn, sub *natsgo.Subscription, err error) {
 			attrs := []any{slog.Any("err", err)}
@@ -211,9 +248,19 @@ func open(ctx context.Context, cfg Config, srv *embedded) (*Broker, error) {
 			}
 			b.log.Error("connection error", attrs...)
 		}),
-	)
+	}
+	nc, err := natsgo.Connect(cfg.URL, opts...)
+	if err != nil && cfg.RetryFirstConnect && !refused(err) {
+		b.log.Warn("the NATS server cannot be reached; connecting in the background",
+			slog.String("url", redact.URL(cfg.URL)), slog.Any("err", err))
+		background.Store(true)
+		nc, err = natsgo.Connect(cfg.URL, append(opts, natsgo.RetryOnFailedConnect(true))...)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("broker/nats: connect: %w", err)
+		return nil, fmt.Errorf("broker/nats: connect to %s: %w", redact.URL(cfg.URL), err)
+	}
+	if !background.Load() {
+		b.connects.Store(1)
 	}
 	js, err := jetstream.New(nc,
 		jetstream.WithPublishAsyncTimeout(cfg.PublishTimeout),
@@ -244,6 +291,66 @@ func backoff(n int, base, limit time.Duration) time.Duration {
 	}
 	d = min(d, limit)
 	return d - time.Duration(rand.Int64N(int64(d/10)+1))
+}
+
+// refused reports whether err, a failed first connection, is the server
+// refusing the client (its credentials, its TLS) rather than the server
+// being unreachable: trying again in the background would not help.
+func refused(err error) bool {
+	for _, e := range []error{natsgo.ErrAuthorization, natsgo.ErrAuthExpired, natsgo.ErrAuthRevoked, natsgo.ErrAccountAuthExpired,
+		natsgo.ErrNkeysNotSupported, natsgo.ErrSecureConnRequired, natsgo.ErrSecureConnWanted, natsgo.ErrClientCertOrRootCAsRequired} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	var cv *tls.CertificateVerificationError
+	var ua x509.UnknownAuthorityError
+	var hn x509.HostnameError
+	var ci x509.CertificateInvalidError
+	return errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &ci) ||
+		strings.Contains(strings.ToLower(err.Error()), "authorization violation")
+}
+
+// checkURLs returns an error unless each of the comma-separated urls is
+// one nats.go can dial: nats://, tls://, ws:// or wss://, with a host (a
+// bare host:port is taken as nats://).
+func checkURLs(urls string) error {
+	for _, raw := range strings.Split(urls, ",") {
+		raw = strings.TrimSpace(raw)
+		if !strings.Contains(raw, "://") {
+			raw = "nats://" + raw
+		}
+		u, err := url.Parse(raw)
+		if err != nil {
+			// url.Parse's error repeats the URL, which may hold a password.
+			return fmt.Errorf("broker/nats: Config.URL %s is not a URL", redact.URL(raw))
+		}
+		switch u.Scheme {
+		case "nats", "tls", "ws", "wss":
+		default:
+			return fmt.Errorf("broker/nats: Config.URL %s: scheme %q; want nats://, tls://, ws:// or wss://", redact.URL(raw), u.Scheme)
+		}
+		if u.Host == "" {
+			return fmt.Errorf("broker/nats: Config.URL %s has no host", redact.URL(raw))
+		}
+	}
+	return nil
+}
+
+// Connected reports whether the Broker has a connection to the server
+// now, and how many connections it has made since Open; see
+// broker.Connectivity.
+func (b *Broker) Connected() (bool, uint64) {
+	return b.nc.IsConnected(), b.connects.Load()
+}
+
+// notConnected returns the error of op while the Broker has no
+// connection, or nil when it has one.
+func (b *Broker) notConnected(op string) error {
+	if b.nc.IsConnected() {
+		return nil
+	}
+	return fmt.Errorf("broker/nats: %s: %w (connecting to %s in the background)", op, broker.ErrNotConnected, redact.URL(b.cfg.URL))
 }
 
 // Features reports what JetStream does itself: it drops a message
@@ -283,7 +390,8 @@ func (b *Broker) closed() bool {
 // made '_', and, if any was, or the topic is longer than 64 bytes, '_' and
 // eight hex digits of the topic's SHA-256, so that two topics never share
 // a name. Declaring a stream that exists updates its duplicate window and
-// maximum age to the configured ones.
+// maximum age to the configured ones. While the Broker has no connection
+// Declare fails at once with an error wrapping broker.ErrNotConnected.
 func (b *Broker) Declare(ctx context.Context, topics ...string) error {
 	if b.closed() {
 		return ErrClosed
@@ -292,6 +400,11 @@ func (b *Broker) Declare(ctx context.Context, topics ...string) error {
 		if err := checkTopic(topic); err != nil {
 			return err
 		}
+	}
+	if err := b.notConnected("declare " + strings.Join(topics, ", ")); err != nil {
+		return err
+	}
+	for _, topic := range topics {
 		if err := b.declare(ctx, topic); err != nil {
 			return fmt.Errorf("broker/nats: declare %s: %w", topic, err)
 		}

@@ -29,7 +29,8 @@ var errNotSent = errors.New("not sent: an earlier message of the batch failed")
 // (at most 1024 unconfirmed at a time). When one cannot be sent, the
 // connection being lost for instance, the rest are not sent. The error is
 // a *broker.PublishError naming the messages not confirmed: the connection
-// lost, the confirm not received within Config.PublishTimeout, the topic
+// lost (or not made yet: each error then wraps broker.ErrNotConnected,
+// and none is sent), the confirm not received within Config.PublishTimeout, the topic
 // not declared, the message stored by a stream other than the topic's
 // (another stream took the subject while the topic's was gone), or ctx
 // ended. A message whose headers NATS cannot carry (an empty name, or one
@@ -52,6 +53,16 @@ func (b *Broker) Publish(ctx context.Context, msgs []broker.Message) error {
 	}
 	if b.closed() {
 		return ErrClosed
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	if err := b.notConnected("publish"); err != nil {
+		errs := make([]error, len(msgs))
+		for i := range errs {
+			errs[i] = err
+		}
+		return &broker.PublishError{Errs: errs}
 	}
 	errs := make([]error, len(msgs))
 	futures := make([]jetstream.PubAckFuture, len(msgs))
@@ -84,7 +95,7 @@ func (b *Broker) Publish(ctx context.Context, msgs []broker.Message) error {
 		f, err := b.js.PublishMsgAsync(natsMsg(m), jetstream.WithMsgID(m.ID), stall)
 		if err != nil {
 			if errors.Is(err, natsgo.ErrReconnectBufExceeded) {
-				err = fmt.Errorf("connection lost, reconnecting: %w", err)
+				err = fmt.Errorf("connection lost, reconnecting: %w: %w", broker.ErrNotConnected, err)
 			}
 			errs[i] = fmt.Errorf("publish %s: %w", m.ID, err)
 			failed = true

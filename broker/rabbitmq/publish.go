@@ -31,7 +31,9 @@ func reservedHeader(name string) bool {
 // topic has no queue comes back from RabbitMQ and its error wraps
 // ErrNotDeclared. A negative confirm, or a lost channel, gives an error
 // wrapping ErrNacked; the end of ctx or of Config.PublishTimeout, one
-// wrapping ctx's error. Those errors are in a *broker.PublishError.
+// wrapping ctx's error. Without a connection (see Config.RetryFirstConnect)
+// each message's error wraps broker.ErrNotConnected. Those errors are in
+// a *broker.PublishError.
 func (b *Broker) Publish(ctx context.Context, msgs []broker.Message) error {
 	if err := broker.CheckMessages(msgs); err != nil {
 		return err

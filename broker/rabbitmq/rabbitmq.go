@@ -91,6 +91,17 @@ type Config struct {
 	// ConnectionName is shown in RabbitMQ's management tools, suffixed
 	// with "publish" or "consume". Default "weir".
 	ConnectionName string
+	// RetryFirstConnect makes Open return a Broker even when the server
+	// cannot be reached: it goes on dialling in the background, with
+	// Reconnect's backoff, and until its first connection Declare and
+	// Publish fail at once with an error wrapping broker.ErrNotConnected
+	// (Consume subscribes again with backoff). After that, as after any
+	// lost connection, they wait for the next connection within their
+	// context (Publish: and PublishTimeout), their error then wrapping
+	// broker.ErrNotConnected too. A bad URL, or a server that refuses the
+	// credentials, the virtual host or the TLS setup, still fails Open.
+	// Default false: Open fails when it cannot connect.
+	RetryFirstConnect bool
 	// Clock is the source of time for backoff waits. Default clock.Real.
 	Clock clock.Clock
 }
@@ -151,11 +162,6 @@ type Broker struct {
 	pub *session
 	sub *session
 
-	// atLeastOnce is whether the server dead-letters at least once
-	// (RabbitMQ 3.10 and later).
-	atLeastOnce bool
-	version     string
-
 	// pubSem serializes publishers on pubCh; a channel rather than a mutex
 	// so that waiting for it respects ctx.
 	pubSem  chan struct{}
@@ -165,33 +171,53 @@ type Broker struct {
 	closeOnce sync.Once
 }
 
-var _ broker.Broker = (*Broker)(nil)
+var (
+	_ broker.Broker       = (*Broker)(nil)
+	_ broker.Connectivity = (*Broker)(nil)
+)
 
 // Open connects to RabbitMQ and returns a Broker. It fails when the server
-// cannot be reached within ctx or refuses the credentials; after that, the
-// Broker reconnects by itself.
+// cannot be reached within ctx, unless cfg.RetryFirstConnect lets it go on
+// dialling in the background, or when it refuses the credentials; after
+// that, the Broker reconnects by itself.
 func Open(ctx context.Context, cfg Config) (*Broker, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
 	b := &Broker{cfg: cfg, log: cfg.Logger, pubSem: make(chan struct{}, 1)}
-	b.pub, err = openSession(ctx, cfg, "publish")
+	b.pub, err = openSession(ctx, cfg, "publish", cfg.RetryFirstConnect, b.checkServer)
 	if err != nil {
 		return nil, err
 	}
-	b.sub, err = openSession(ctx, cfg, "consume")
+	b.sub, err = openSession(ctx, cfg, "consume", cfg.RetryFirstConnect, nil)
 	if err != nil {
 		b.pub.close()
 		return nil, err
 	}
-	b.version = serverVersion(b.pub.first)
-	b.atLeastOnce = versionAtLeast(b.version, 3, 10)
-	if !b.atLeastOnce {
-		b.log.Warn("rabbitmq: the server predates 3.10: dead-lettering is at most once (no x-dead-letter-strategy=at-least-once), so a message RabbitMQ dead-letters can be lost if the dead-letter queue is unavailable",
-			"version", b.version)
-	}
 	return b, nil
+}
+
+// checkServer warns, at the first connection, about a server that cannot
+// dead-letter at least once.
+func (b *Broker) checkServer(conn *amqp.Connection) {
+	if v := serverVersion(conn); !versionAtLeast(v, 3, 10) {
+		b.log.Warn("rabbitmq: the server predates 3.10: dead-lettering is at most once (no x-dead-letter-strategy=at-least-once), so a message RabbitMQ dead-letters can be lost if the dead-letter queue is unavailable",
+			"version", v)
+	}
+}
+
+// atLeastOnce reports whether the server dead-letters at least once
+// (RabbitMQ 3.10 and later), as its first connection announced.
+func (b *Broker) atLeastOnce() bool {
+	return versionAtLeast(b.ServerVersion(), 3, 10)
+}
+
+// Connected reports whether the Broker has its publishing connection now,
+// and how many such connections it has made since Open; see
+// broker.Connectivity.
+func (b *Broker) Connected() (bool, uint64) {
+	return b.pub.state()
 }
 
 // Features reports that RabbitMQ does not drop duplicates: consumers
@@ -211,9 +237,9 @@ func (b *Broker) Close() error {
 	return nil
 }
 
-// ServerVersion returns the RabbitMQ version the server announced when the
-// Broker opened, e.g. "3.13.7".
-func (b *Broker) ServerVersion() string { return b.version }
+// ServerVersion returns the RabbitMQ version the server announced at the
+// Broker's first connection, e.g. "3.13.7"; "" before it.
+func (b *Broker) ServerVersion() string { return serverVersion(b.pub.firstConn()) }
 
 // queueArgs returns the arguments of a topic's queue.
 func (b *Broker) queueArgs(topic string) amqp.Table {
@@ -223,7 +249,7 @@ func (b *Broker) queueArgs(topic string) amqp.Table {
 		"x-dead-letter-exchange":    b.cfg.DeadLetterExchange,
 		"x-dead-letter-routing-key": topic,
 	}
-	if b.atLeastOnce {
+	if b.atLeastOnce() {
 		// At-least-once dead-lettering needs reject-publish: RabbitMQ keeps
 		// a dead-lettered message in the source queue until the dead-letter
 		// queue confirmed it.
@@ -237,7 +263,10 @@ func (b *Broker) queueArgs(topic string) amqp.Table {
 // (with the delivery limit and dead-lettering of Config), its dead-letter
 // queue topic+".dlq", and the binding between them through the
 // dead-letter exchange. Declaring again is a no-op; a queue that exists
-// with other arguments gives an error wrapping ErrQueueMismatch.
+// with other arguments gives an error wrapping ErrQueueMismatch. Without a
+// connection it fails with an error wrapping broker.ErrNotConnected: at
+// once before the first (Config.RetryFirstConnect), after waiting for the
+// next within ctx after a lost one.
 func (b *Broker) Declare(ctx context.Context, topics ...string) error {
 	for _, t := range topics {
 		if t == "" {

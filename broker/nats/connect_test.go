@@ -1,0 +1,104 @@
+package nats
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir/broker"
+	"github.com/weirhq/weir/broker/brokertest"
+	"github.com/weirhq/weir/internal/faultproxy"
+)
+
+// A Broker opened with RetryFirstConnect while its server cannot be
+// reached opens at once; Declare and Publish fail at once with
+// ErrNotConnected until it has connected in the background, then work.
+// Without RetryFirstConnect, Open fails as it did.
+func TestOpenWhileTheServerIsUnreachable(t *testing.T) {
+	t.Parallel()
+	eb := openEmbeddedTest(t)
+	proxy, err := faultproxy.New(strings.TrimPrefix(eb.srv.url(), "nats://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	proxy.Cut() // connections are closed as soon as they are accepted
+	url := "nats://" + proxy.Addr()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	if b, err := Open(ctx, Config{URL: url, ConnectTimeout: 2 * time.Second, Logger: testLogger()}); err == nil {
+		b.Close()
+		t.Fatal("Open without RetryFirstConnect connected through a cut proxy")
+	}
+
+	begin := time.Now()
+	b := openTest(t, Config{URL: url, RetryFirstConnect: true, ReconnectWait: 200 * time.Millisecond})
+	if took := time.Since(begin); took > 10*time.Second {
+		t.Fatalf("Open took %v", took)
+	}
+	if up, n := b.Connected(); up || n != 0 {
+		t.Fatalf("Connected() = %v, %d before any connection; want false, 0", up, n)
+	}
+	topic := brokertest.Topic(t)
+	begin = time.Now()
+	if err := b.Declare(ctx, topic); !errors.Is(err, broker.ErrNotConnected) || !strings.Contains(err.Error(), proxy.Addr()) {
+		t.Fatalf("Declare while not connected: %v; want ErrNotConnected naming %s", err, proxy.Addr())
+	}
+	err = b.Publish(ctx, []broker.Message{{ID: "1", Topic: topic}, {ID: "2", Topic: topic}})
+	var pe *broker.PublishError
+	if !errors.As(err, &pe) || len(pe.Errs) != 2 || !errors.Is(pe.Errs[0], broker.ErrNotConnected) || !errors.Is(pe.Errs[1], broker.ErrNotConnected) {
+		t.Fatalf("Publish while not connected: %v; want a PublishError with ErrNotConnected for each message", err)
+	}
+	if took := time.Since(begin); took > 2*time.Second {
+		t.Fatalf("Declare and Publish while not connected took %v; want them to fail at once", took)
+	}
+
+	proxy.Restore()
+	deadline := time.Now().Add(30 * time.Second)
+	for up, _ := b.Connected(); !up; up, _ = b.Connected() {
+		if time.Now().After(deadline) {
+			t.Fatal("not connected 30 s after the server became reachable")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := b.Declare(ctx, topic); err != nil {
+		t.Fatalf("Declare once connected: %v", err)
+	}
+	if err := b.Publish(ctx, []broker.Message{{ID: "1", Topic: topic}, {ID: "2", Topic: topic}}); err != nil {
+		t.Fatalf("Publish once connected: %v", err)
+	}
+	if up, n := b.Connected(); !up || n != 1 {
+		t.Fatalf("Connected() = %v, %d; want true, 1", up, n)
+	}
+}
+
+// A URL nats.go cannot dial fails Open at once, RetryFirstConnect or not,
+// naming the problem and not the password.
+func TestOpenRefusesABadURL(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for url, want := range map[string]string{
+		"http://127.0.0.1:4222":          `scheme "http"`,
+		"amqp://u:secret@127.0.0.1:4222": `scheme "amqp"`,
+		"nats://":                        "no host",
+		"nats://u:secret@[::1":           "not a URL",
+		"nats://127.0.0.1:4222,ftp://h":  `scheme "ftp"`,
+	} {
+		b, err := Open(ctx, Config{URL: url, RetryFirstConnect: true, Logger: testLogger()})
+		if err == nil {
+			b.Close()
+			t.Errorf("Open(%q) worked", url)
+			continue
+		}
+		if !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "secret") {
+			t.Errorf("Open(%q): %v; want an error saying %s, without the password", url, err, want)
+		}
+	}
+	if ctx.Err() != nil {
+		t.Fatal("a bad URL took the context's 5 s")
+	}
+}
