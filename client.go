@@ -181,8 +181,12 @@ func (c Config) withDefaults() (Config, error) {
 // Client inserts jobs and, once started, runs them: a producer per queue
 // claims jobs up to its free worker slots and runs each in a goroutine of
 // its own, a heartbeat extends the leases of running jobs, and a rescuer
-// puts back the jobs of workers whose leases expired. It is safe for
-// concurrent use.
+// puts back the jobs of workers whose leases expired. After a claim that
+// failed (a connection cut after the claim committed, its reply lost),
+// the client gives back at once, their attempts returned, the jobs the
+// store says it holds and it does not run (store.Executor's
+// ReleaseOwnedExcept), rather than leave them to the rescue a lease
+// later. It is safe for concurrent use.
 type Client struct {
 	cfg    Config
 	ex     store.Executor
@@ -208,6 +212,14 @@ type Client struct {
 	mu      sync.Mutex
 	state   int // stateNew, stateStarting, stateStarted, stateStopping
 	running map[int64]*runningJob
+
+	// claimMu is held for reading by each claim until what it claimed is
+	// among the running jobs, and for writing by releaseStrays; strays is
+	// set when a claim failed, until releaseStrays has given back the jobs
+	// such a claim may have taken (see releaseStrays). claimMu comes
+	// before mu.
+	claimMu sync.RWMutex
+	strays  atomic.Bool
 
 	stopping    chan struct{} // closed when Stop begins: producers exit
 	jobsStopped chan struct{} // closed when the running jobs are done: the completer writes what it holds and exits

@@ -75,24 +75,37 @@ func (c *Client) produce(p *producer) {
 				drained = true
 			}
 		}
+		if c.strays.Load() {
+			c.releaseStrays()
+		}
 		if free := p.max - running; free > 0 {
 			now := c.clock.Now()
 			ctx, cancel := c.storeCtx()
+			// A claim and the start of what it took are one step for
+			// releaseStrays, which must not take a job claimed and not yet
+			// among the running ones for one whose claim was lost.
+			c.claimMu.RLock()
 			jobs, err := c.ex.Claim(ctx, store.ClaimParams{
 				Now: now, Queue: p.queue, Limit: free, Owner: c.cfg.ID, LeaseFor: c.cfg.LeaseFor,
 			})
+			for _, j := range jobs {
+				running++
+				c.start(j, now, p.done)
+			}
+			c.claimMu.RUnlock()
 			cancel()
 			switch {
 			case err != nil:
 				fails++
 				c.log.Error("claim jobs", "queue", p.queue, "failures_in_a_row", fails, "err", err)
+				// The claim may have committed with its reply lost (a
+				// connection cut): its jobs are held by this client and
+				// run by none. Give them back now, not a lease later.
+				c.strays.Store(true)
+				c.releaseStrays()
 			case fails > 0:
 				c.log.Info("claim jobs: the store answers again", "queue", p.queue, "failures_in_a_row", fails)
 				fails = 0
-			}
-			for _, j := range jobs {
-				running++
-				c.start(j, now, p.done)
 			}
 			empty = len(jobs) < free
 		}
@@ -112,6 +125,43 @@ func (c *Client) produce(p *producer) {
 			t.Stop()
 			running--
 		}
+	}
+}
+
+// releaseStrays gives back the jobs the store says this client holds
+// running that it does not run: those of a claim whose reply was lost.
+// It holds claimMu, so that no claim is in flight while it reads the
+// running jobs: every job a claim took is then either among them (kept)
+// or taken by a claim that failed (given back, its attempt returned).
+// While the store fails, strays stays set and the producers try again
+// before their next claim.
+func (c *Client) releaseStrays() {
+	c.claimMu.Lock()
+	defer c.claimMu.Unlock()
+	if !c.strays.Load() {
+		return // another producer did it meanwhile
+	}
+	c.mu.Lock()
+	keep := make([]store.Lease, 0, len(c.running))
+	for _, r := range c.running {
+		keep = append(keep, r.lease)
+	}
+	c.mu.Unlock()
+	ctx, cancel := c.storeCtx()
+	ids, err := c.ex.ReleaseOwnedExcept(ctx, c.clock.Now(), c.cfg.ID, keep)
+	cancel()
+	if err != nil {
+		c.log.Warn("give back the jobs of a failed claim: will try again before the next claim", "err", err.Error())
+		return
+	}
+	c.strays.Store(false)
+	if len(ids) == 0 {
+		return
+	}
+	c.log.Warn("gave back jobs held by this client that it does not run (a claim's reply was lost); their attempts are returned",
+		"jobs", len(ids), "job_ids", ids)
+	for q := range c.producers {
+		c.wake(q)
 	}
 }
 
