@@ -37,9 +37,11 @@ type Job[T JobArgs] struct {
 //     dead-letter store at once, reason non_retryable;
 //   - any other error (or a panic, recovered as a [*PanicError]): the
 //     attempt failed and the job is retried after its kind's backoff,
-//     raised to the error's [retry.After] hint, unless its attempts are
-//     spent (max_attempts_exceeded) or the retry would pass its TTL
-//     (ttl_exceeded).
+//     raised to the error's [retry.After] hint in full (never sooner than
+//     the hint, whatever the backoff's cap), unless its attempts are
+//     spent (max_attempts_exceeded), the retry would pass its TTL
+//     (ttl_exceeded) or deadline (deadline_exceeded), or the hint is
+//     longer than the kind's MaxRetryAfter (the job is abandoned at once).
 //
 // Work must return soon after ctx ends: on the client's Stop, on the kind's
 // Timeout, when the job is cancelled and when the worker loses the job's
@@ -63,6 +65,8 @@ const (
 	DefaultMaxAttempts = store.DefaultMaxAttempts
 	// DefaultQueue is KindConfig.Queue's default.
 	DefaultQueue = store.DefaultQueue
+	// DefaultMaxRetryAfter is KindConfig.MaxRetryAfter's default.
+	DefaultMaxRetryAfter = 24 * time.Hour
 )
 
 // KindConfig is the policy of one job kind. Its zero value works.
@@ -75,8 +79,16 @@ type KindConfig struct {
 	// backoff's default: exponential from 1 s, factor 2, capped at 60 s,
 	// ±20% jitter. Spec 04's 5 min ×2 capped at 60 min is
 	// backoff.Exponential(5*time.Minute, 2, time.Hour). A handler's
-	// retry.After hint raises the wait, up to the backoff's Cap.
+	// retry.After hint raises the wait to the hint, in full, past the
+	// backoff's Cap (see MaxRetryAfter).
 	Backoff backoff.Backoff
+	// MaxRetryAfter is the longest retry-after hint (retry.After, a
+	// server's Retry-After) a job of the kind waits for: the job is never
+	// retried before its hint, so a longer hint abandons it at once to
+	// the dead-letter store instead, as does a hint that would pass its
+	// TTL (ttl_exceeded) or deadline (deadline_exceeded). A retry waits
+	// in the store, not in memory, so the default is long: 24 h.
+	MaxRetryAfter time.Duration
 	// TTL is how long a job may keep trying, from its CreatedAt (or from
 	// its latest requeue out of the dead-letter store): a retry that would
 	// start after that plus TTL is not scheduled, and the job is abandoned
@@ -125,6 +137,8 @@ func (c KindConfig) normalized(kind string) (KindConfig, error) {
 		return bad("SLA %v is negative", c.SLA)
 	case c.StuckAfter < 0:
 		return bad("StuckAfter %v is negative", c.StuckAfter)
+	case c.MaxRetryAfter < 0:
+		return bad("MaxRetryAfter %v is negative", c.MaxRetryAfter)
 	}
 	if err := c.Backoff.Validate(); err != nil {
 		return bad("Backoff: %w", err)
@@ -134,6 +148,9 @@ func (c KindConfig) normalized(kind string) (KindConfig, error) {
 	}
 	if c.Queue == "" {
 		c.Queue = DefaultQueue
+	}
+	if c.MaxRetryAfter == 0 {
+		c.MaxRetryAfter = DefaultMaxRetryAfter
 	}
 	c.Backoff = c.Backoff.Normalized()
 	return c, nil

@@ -354,9 +354,16 @@ func (c *Client) finish(ctx context.Context, log *slog.Logger, reg *registration
 	case j.Attempt >= j.MaxAttempts:
 		p.Abandon = weirtype.AbandonMaxAttempts
 	default:
-		delay = retryDelay(reg, j, err)
+		var hint time.Duration
+		delay, hint = retryDelay(reg, j, err)
 		p.RetryAt = now.Add(delay)
 		switch ttl := reg.cfg.TTL; {
+		case hint > reg.cfg.MaxRetryAfter:
+			// Retrying sooner would call before the server allows; waiting
+			// that long is more than the kind allows.
+			p.Abandon, p.RetryAt = abandonRetryAfterLimit, time.Time{}
+			p.Error.Message = fmt.Sprintf("weir: retry-after %v exceeds the kind's MaxRetryAfter of %v; abandoned rather than retried before the server allows: %s",
+				hint, reg.cfg.MaxRetryAfter, p.Error.Message)
 		case ttl > 0 && p.RetryAt.After(ttlStart(j).Add(ttl)):
 			p.Abandon, p.RetryAt = weirtype.AbandonTTL, time.Time{}
 		case pastDeadline(j, p.RetryAt):
@@ -445,19 +452,31 @@ func (c *Client) completeLate(log *slog.Logger, j *weirtype.Job, r *runningJob, 
 // retryDelay is the wait before the retry after j's attempt failed with
 // err: the kind's backoff for the attempt (its previous delay read from the
 // job: when this attempt was scheduled, less when the previous one failed),
-// raised to err's retry-after hint, which is capped by the backoff's Cap.
-func retryDelay(reg *registration, j *weirtype.Job, err error) time.Duration {
+// raised to err's retry-after hint, in full: the hint is a floor that
+// neither the backoff's Cap nor its jitter lowers. It also returns the
+// hint, 0 for none; the caller abandons the job when the hint is longer
+// than the kind allows, or would pass its TTL or deadline.
+func retryDelay(reg *registration, j *weirtype.Job, err error) (delay, hint time.Duration) {
 	b := reg.cfg.Backoff
 	var prev time.Duration
 	if n := len(j.Errors); n > 0 && j.Errors[n-1].Attempt == j.Attempt-1 {
 		prev = max(j.ScheduledAt.Sub(j.Errors[n-1].At), 0)
 	}
-	d := b.Next(j.Attempt, prev)
-	if h, ok := retry.AfterHint(err); ok {
-		d = max(d, min(h, b.Cap))
+	delay = b.Next(j.Attempt, prev)
+	if h, ok := retry.AfterHint(err); ok && h > 0 {
+		hint = h
+		delay = max(delay, h)
 	}
-	return d
+	return delay, hint
 }
+
+// abandonRetryAfterLimit is the reason a job is abandoned with when its
+// error's retry-after hint is longer than KindConfig.MaxRetryAfter. It is
+// to be weirtype.AbandonRetryAfterLimit, but the dead-letter tables of both
+// stores refuse that reason (the CHECK of their reason column) until a
+// migration widens it; meanwhile such a job is abandoned as non_retryable,
+// its error naming the hint and the limit.
+const abandonRetryAfterLimit = weirtype.AbandonPermanent
 
 // abandon sends j to the dead-letter store without running it.
 func (c *Client) abandon(log *slog.Logger, j *weirtype.Job, lease store.Lease, reason weirtype.AbandonReason, errType, msg string) {
