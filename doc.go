@@ -18,11 +18,20 @@
 //     [JobSnooze] runs it later without using an attempt, an error marked
 //     with retry.Permanent sends it to the dead-letter store at once, any
 //     other error (or a panic) is retried after the kind's backoff raised
-//     to the error's retry.After hint, until the attempts are spent or the
-//     TTL would pass;
+//     to the error's retry.After hint in full (never sooner than the hint;
+//     a hint past [KindConfig.MaxRetryAfter], the TTL or the deadline
+//     abandons the job at once), until the attempts are spent or the TTL
+//     would pass;
 //   - jobs of crashed processes are rescued when their leases expire, and a
 //     restarted process with the same [Config.ID] takes its own back at
-//     once; [Client.Stop] waits for running jobs, then gives back the rest;
+//     once, as a client does after a claim whose reply was lost;
+//     [Client.Stop] waits for running jobs, then gives back the rest; an
+//     insert of a running job's key never reclaims it while its lease is
+//     alive;
+//   - the dead-letter store: [Client.ListDeadLetters],
+//     [Client.GetDeadLetter], [Client.RequeueDeadLetters] and
+//     [Client.PurgeDeadLetters], filtered by job id, kind, queue, reason
+//     and age ([DeadLetterFilter]);
 //   - periodic jobs ([Config.Periodic], [PeriodicJob]) on interval or cron
 //     schedules ("every 15 minutes", "daily at 02:00"): each tick is
 //     inserted with an idempotency key made of the job's name and the tick
