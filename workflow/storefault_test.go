@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/resilience/retry"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/weirtype"
@@ -204,5 +207,122 @@ func testStoreFailureUnderATransitionIsRetried(t *testing.T, s workflow.Store) {
 	}
 	if len(reasons) != 2 || reasons["poison"] != weirtype.AbandonPermanent || reasons["flaky"] != weirtype.AbandonMaxAttempts {
 		t.Fatalf("dead letters %v, want poison non_retryable and flaky max_attempts_exceeded only", reasons)
+	}
+}
+
+// slowStore is a workflow.Store whose first GetWorkflow (slowRead) or
+// first AdvanceWorkflow (otherwise) takes longer than the step's timeout,
+// as a database under load does: it answers after delay, or fails when
+// its context ends first.
+type slowStore struct {
+	workflow.Store
+	slowRead bool
+	delay    time.Duration
+	once     sync.Once
+}
+
+func (s *slowStore) Executor() store.Executor { return slowExecutor{s.Store.Executor(), s} }
+
+func (s *slowStore) InTx(ctx context.Context, fn func(ex store.Executor) error) error {
+	return s.Store.InTx(ctx, func(ex store.Executor) error { return fn(slowExecutor{ex, s}) })
+}
+
+// wait waits out the delay the first time, or until ctx ends.
+func (s *slowStore) wait(ctx context.Context) error {
+	var err error
+	s.once.Do(func() {
+		select {
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-time.After(s.delay):
+		}
+	})
+	return err
+}
+
+type slowExecutor struct {
+	store.Executor
+	s *slowStore
+}
+
+func (e slowExecutor) GetWorkflow(ctx context.Context, id string) (*weirtype.Workflow, error) {
+	if e.s.slowRead {
+		if err := e.s.wait(ctx); err != nil {
+			return nil, fmt.Errorf("get workflow %s: %w", id, err)
+		}
+	}
+	return e.Executor.GetWorkflow(ctx, id)
+}
+
+func (e slowExecutor) AdvanceWorkflow(ctx context.Context, now time.Time, p store.AdvanceParams) (*weirtype.Workflow, error) {
+	if !e.s.slowRead {
+		if err := e.s.wait(ctx); err != nil {
+			return nil, fmt.Errorf("advance workflow %s: %w", p.ID, err)
+		}
+	}
+	return e.Executor.AdvanceWorkflow(ctx, now, p)
+}
+
+// The engine's own reads and writes of a workflow are not cut short by
+// the step's timeout, which would end the step's job, on its last
+// attempt, with the workflow left running. A read that outlasts the
+// timeout still finds the workflow, whose state then fails it on the
+// ended attempt; a transition whose write outlasts it is written.
+func TestSlowStoreOnTheLastAttemptEndsTheWorkflow(t *testing.T) {
+	t.Run("read", func(t *testing.T) { testSlowStoreOnTheLastAttempt(t, true, weirtype.WorkflowFailed) })
+	t.Run("transition", func(t *testing.T) { testSlowStoreOnTheLastAttempt(t, false, weirtype.WorkflowCompleted) })
+}
+
+func testSlowStoreOnTheLastAttempt(t *testing.T, slowRead bool, want weirtype.WorkflowStatus) {
+	s := openStore(t, filepath.Join(t.TempDir(), "weir.db"))
+	def := &workflow.Definition{Name: "w", Start: "a", NotifyTopic: "w.done", States: map[string]workflow.Handler{
+		"a": func(ctx context.Context, _ *workflow.Run) (workflow.Next, error) {
+			if err := ctx.Err(); err != nil {
+				return workflow.Next{}, err
+			}
+			return workflow.Complete(nil), nil
+		}}}
+	ws := weir.NewWorkers()
+	eng, err := workflow.New(workflow.Config{Store: &slowStore{Store: s, slowRead: slowRead, delay: 300 * time.Millisecond}, Workers: ws,
+		Definitions: []*workflow.Definition{def}, Logger: slog.New(slog.DiscardHandler),
+		Step: weir.KindConfig{MaxAttempts: 1, Timeout: 50 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := weir.NewClient(weir.Config{Store: s, Workers: ws, ID: "w1", PollEvery: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop(context.Background()) })
+	start(t, s, eng, "w", "slow", nil)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		dls, err := s.Executor().ListDeadLetters(context.Background(), store.DeadLetterFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wf, err := s.Executor().GetWorkflow(context.Background(), "slow")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wf.Status.Final() {
+			if wf.Status != want || want == weirtype.WorkflowFailed && !strings.Contains(wf.Error, "canceled") {
+				t.Fatalf("ended %+v, want %s (failed by the step's timeout)", wf, want)
+			}
+			break
+		}
+		if len(dls) > 0 {
+			t.Fatalf("the step was dead-lettered (%s: %s) while its workflow is still running", dls[0].Reason, dls[0].LastError)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("workflow %+v has not ended after 20 s", wf)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if ns := notifications(t, s); len(ns) != 1 || ns[0].Status != want {
+		t.Fatalf("notifications %+v, want one, %s", ns, want)
 	}
 }

@@ -369,13 +369,21 @@ func (e *Engine) SweepStalled(ctx context.Context) (int, error) {
 	return failed, nil
 }
 
-// work runs the state of a step job.
+// work runs the state of a step job. The engine's own reads and writes
+// of the workflow are not cut short by the attempt's timeout: one that
+// outlasts it, on the last attempt, would end the step's job with the
+// workflow left running.
 func (e *Engine) work(ctx context.Context, job *weir.Job[stepArgs]) error {
-	wf, err := e.st.Executor().GetWorkflow(ctx, job.Args.Workflow)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	wf, err := e.st.Executor().GetWorkflow(rctx, job.Args.Workflow)
+	cancel()
+	if ctx.Err() != nil && !attemptTimedOut(ctx) {
+		return ctx.Err() // stopped, cancelled or the lease lost: the client settles the job
+	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return retry.Permanent(fmt.Errorf("workflow %s: not found", job.Args.Workflow))
-	case err != nil && ctx.Err() == nil && transient(err):
+	case err != nil && transient(err):
 		return e.storeFailed(job.Args.Workflow, "read the workflow", err)
 	case err != nil:
 		return err
@@ -410,14 +418,18 @@ func (e *Engine) work(ctx context.Context, job *weir.Job[stepArgs]) error {
 		return e.failOn(ctx, d, wf, retry.Permanent(err))
 	}
 	crashpoint.Hit(crashpoint.WorkflowMidTransition)
-	err = e.end(ctx, d, wf, next)
+	// The state's work is done: its transition is written even if the
+	// attempt's context ended meanwhile (the version guards it).
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	err = e.end(wctx, d, wf, next)
 	switch {
 	case errors.Is(err, store.ErrConflict):
 		return nil // another run of this state moved it on first
-	case err != nil && ctx.Err() == nil && transient(err):
+	case err != nil && transient(err):
 		return e.storeFailed(wf.ID, "write the transition", err)
 	}
-	return err // nil, or the attempt was cut short (its timeout, a stop, its lease lost), which the client counts
+	return err
 }
 
 // runState runs h, turning a panic into an error, so that a panic on the
@@ -439,7 +451,7 @@ func runState(ctx context.Context, h Handler, r *Run) (next Next, err error) {
 // running: the step runs again instead (see storeFailed), and its next
 // run fails the workflow.
 func (e *Engine) failOn(ctx context.Context, d *Definition, wf *weirtype.Workflow, err error) error {
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), failTimeout)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
 	eerr := e.end(wctx, d, wf, Next{status: weirtype.WorkflowFailed, keepData: true, reason: err.Error()})
 	switch {
@@ -457,8 +469,18 @@ func (e *Engine) failOn(ctx context.Context, d *Definition, wf *weirtype.Workflo
 	return err
 }
 
-// failTimeout bounds the write that fails a workflow.
-const failTimeout = 10 * time.Second
+// storeTimeout bounds the engine's own reads and writes of a step's
+// workflow, which the attempt's context does not.
+const storeTimeout = 10 * time.Second
+
+// attemptTimedOut reports whether the attempt's context ctx ended at the
+// step's timeout or its job's deadline.
+func attemptTimedOut(ctx context.Context) bool {
+	var timeout *weir.TimeoutError
+	var deadline *weir.DeadlineError
+	cause := context.Cause(ctx)
+	return errors.As(cause, &timeout) || errors.As(cause, &deadline)
+}
 
 // storeRetryAfter is how long a step waits to run again when the engine's
 // own read or write of its workflow failed.
