@@ -1,0 +1,134 @@
+package outbox_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir/broker"
+	"github.com/weirhq/weir/broker/nats"
+	"github.com/weirhq/weir/internal/faultproxy"
+	"github.com/weirhq/weir/outbox"
+	"github.com/weirhq/weir/store"
+)
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// The relay publishes to a NATS server through a proxy that is cut for a
+// few seconds, long enough for its breaker to open, with messages added
+// meanwhile: once the server is reachable again, the backlog is
+// delivered within seconds, not after a 60 s breaker.
+func TestBacklogDrainsSoonAfterABrokerOutage(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	port := freePort(t)
+	eb, err := nats.OpenEmbedded(ctx, nats.EmbeddedConfig{Dir: t.TempDir(), Port: port, Broker: nats.Config{Logger: slog.New(slog.DiscardHandler)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = eb.Close() })
+	const topic = "outage"
+	if err := eb.Declare(ctx, topic); err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := faultproxy.New(fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	rb, err := nats.Open(ctx, nats.Config{URL: "nats://" + proxy.Addr(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rb.Close() })
+
+	var mu sync.Mutex
+	got := map[string]bool{}
+	cctx, stop := context.WithCancel(ctx)
+	consumed := make(chan error, 1)
+	go func() {
+		consumed <- eb.Consume(cctx, topic, broker.ConsumeOptions{DeadLetter: func(context.Context, broker.Delivery, string, error) error { return nil }},
+			func(_ context.Context, d broker.Delivery) error {
+				mu.Lock()
+				got[d.ID] = true
+				mu.Unlock()
+				return nil
+			})
+	}()
+	t.Cleanup(func() {
+		stop()
+		<-consumed
+	})
+	delivered := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got)
+	}
+	waitDelivered := func(want int, within time.Duration) time.Duration {
+		t.Helper()
+		begin := time.Now()
+		for delivered() < want {
+			if time.Since(begin) > within {
+				t.Fatalf("%d of %d messages delivered %v after the broker came back", delivered(), want, within)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return time.Since(begin)
+	}
+
+	logger, logs := newLogRecorder()
+	s := openSQLite(t, "weir.db")
+	relay, err := outbox.New(outbox.Config{Store: s, Broker: rb, ID: "relay", Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runUntilCleanup(t, relay)
+	add := func(n int, name string) {
+		t.Helper()
+		msgs := make([]store.OutboxMessage, n)
+		for i := range msgs {
+			msgs[i] = store.OutboxMessage{Topic: topic, Key: fmt.Sprint("k", i%4), Payload: fmt.Appendf(nil, "%s-%d", name, i)}
+		}
+		if _, err := outbox.Add(ctx, s.Executor(), time.Now(), msgs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(100, "before")
+	waitDelivered(100, 30*time.Second)
+
+	proxy.Cut()
+	for i := range 5 {
+		add(100, fmt.Sprint("during-", i))
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(logs.find(slog.LevelWarn, "breaker opened")) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the relay's breaker did not open within 30 s of the outage")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(3 * time.Second) // the outage goes on: a probe fails meanwhile
+	proxy.Restore()
+	took := waitDelivered(600, 15*time.Second)
+	t.Logf("the backlog of %d messages was delivered %v after the broker came back", 500, took.Round(time.Millisecond))
+	if took > 10*time.Second {
+		t.Fatalf("the backlog took %v to drain after the broker came back; want a few seconds", took)
+	}
+	if len(logs.find(slog.LevelInfo, "breaker closed")) == 0 {
+		t.Fatal("the breaker's closing was not logged")
+	}
+}
