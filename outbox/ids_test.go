@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -293,5 +294,28 @@ func waitHandled(t *testing.T, handled func() int, want int) {
 	time.Sleep(200 * time.Millisecond)
 	if got := handled(); got != want {
 		t.Fatalf("%d messages handled, want %d", got, want)
+	}
+}
+
+// A message added before the store had an identity (by an earlier weir)
+// keeps the broker id it had, "<Source>-<outbox id>", so that a republish
+// of one is still a duplicate; the later ones carry the store's identity.
+func TestMessagesOlderThanTheStoreIdentityKeepTheirIDs(t *testing.T) {
+	b := &fakeBroker{}
+	r, s, _ := newRelay(t, b, func(c *outbox.Config) { c.Source = "orders" })
+	ids := addInTx(t, s, t0, true, store.OutboxMessage{Topic: "t"}, store.OutboxMessage{Topic: "t"}, store.OutboxMessage{Topic: "t"})
+	if _, err := s.DB().Exec(`UPDATE weir_store_identity SET outbox_legacy_through = ?`, ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	ident, err := s.Executor().OutboxIdentity(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := r.RelayOnce(context.Background()); n != 3 || err != nil {
+		t.Fatalf("RelayOnce: %d, %v", n, err)
+	}
+	want := []string{fmt.Sprint("orders-", ids[0]), fmt.Sprint("orders-", ids[1]), fmt.Sprintf("orders-%s-%d", ident.StoreID, ids[2])}
+	if got := b.ids(); !slices.Equal(got, want) {
+		t.Fatalf("broker ids %v, want %v", got, want)
 	}
 }
