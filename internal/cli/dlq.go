@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -150,29 +151,41 @@ func writeDeadLetterTable(w io.Writer, dls []*weirtype.DeadLetter) error {
 	fmt.Fprintln(tw, "ID\tJOB\tKIND\tQUEUE\tREASON\tATTEMPTS\tFAILED AT\tLAST ERROR")
 	for _, dl := range dls {
 		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%d\t%s\t%s\n", dl.ID, dl.JobID, oneLine(dl.Kind, 30), oneLine(dl.Queue, 20),
-			dl.Reason, dl.Attempts, dl.FailedAt.UTC().Format(time.RFC3339), oneLine(dl.LastError, 60))
+			oneLine(string(dl.Reason), 30), dl.Attempts, dl.FailedAt.UTC().Format(time.RFC3339), oneLine(dl.LastError, 60))
 	}
 	return tw.Flush()
 }
 
-// writeJSONLines writes record(v) for each of vs, one JSON value a line.
+// writeJSONLines writes record(v) for each of vs, one JSON value a line,
+// safe for a terminal (terminalJSON).
 func writeJSONLines[T any](w io.Writer, vs []T, record func(T) any) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	for _, v := range vs {
+		b.Reset()
 		if err := enc.Encode(record(v)); err != nil {
+			return err
+		}
+		if _, err := w.Write(terminalJSON(b.Bytes())); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// writeIndented writes v as indented JSON.
+// writeIndented writes v as indented JSON, safe for a terminal
+// (terminalJSON).
 func writeIndented(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(terminalJSON(b.Bytes()))
+	return err
 }
 
 func setupDLQShow(fs *flag.FlagSet) subRun {
@@ -223,7 +236,7 @@ func setupDLQExport(fs *flag.FlagSet) subRun {
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(s.stderr, "exported %d dead letters to %s\n", n, *out)
+			_, err = fmt.Fprintf(s.stderr, "exported %d dead letters to %s\n", n, printable(*out))
 			return err
 		})
 	}

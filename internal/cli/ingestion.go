@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -149,7 +148,7 @@ func setupRun(fs *flag.FlagSet) runFunc {
 			relayDone <- nil
 		}
 		fmt.Fprintf(s.stdout, "weir run: watching %s; API on http://%s (search: /api/search?q=…)\n",
-			filepath.Join(f.store.data, pipeline.IncomingDir), ln.Addr())
+			printable(filepath.Join(f.store.data, pipeline.IncomingDir)), ln.Addr())
 		var serveErr error
 		select {
 		case <-ctx.Done():
@@ -298,13 +297,13 @@ func setupIngest(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		for _, p := range skipped {
-			fmt.Fprintf(s.stderr, "skipped %s: not a format weir reads (.txt, .md, .mbox)\n", p)
+			fmt.Fprintf(s.stderr, "skipped %s: not a format weir reads (.txt, .md, .mbox)\n", printable(p))
 		}
 		ids := make([]string, len(files))
 		for i, fl := range files {
 			ids[i] = fl.ID
 		}
-		fmt.Fprintf(s.stdout, "copied %d files to %s and enqueued them\n", len(files), filepath.Join(f.store.data, pipeline.IncomingDir, *source))
+		fmt.Fprintf(s.stdout, "copied %d files to %s and enqueued them\n", len(files), printable(filepath.Join(f.store.data, pipeline.IncomingDir, *source)))
 		if err := svc.Start(ctx); err != nil {
 			return err
 		}
@@ -325,7 +324,7 @@ func setupIngest(fs *flag.FlagSet) runFunc {
 				bar.done()
 				fmt.Fprintf(s.stdout, "%d files processed, %d failed; %d documents saved, %d failed\n", p.FilesDone, p.FilesFailed, p.Saved, p.Failed)
 				if p.Failed+p.FilesFailed > 0 {
-					fmt.Fprintf(s.stdout, "failures are in %s (each with error.json); weir dlq list shows them\n", filepath.Join(f.store.data, pipeline.FailedDir))
+					fmt.Fprintf(s.stdout, "failures are in %s (each with error.json); weir dlq list shows them\n", printable(filepath.Join(f.store.data, pipeline.FailedDir)))
 				}
 				return nil
 			}
@@ -368,7 +367,7 @@ func setupSearch(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		if *asJSON {
-			return writeJSONTo(s.stdout, hits)
+			return writeIndented(s.stdout, hits)
 		}
 		if len(hits) == 0 {
 			_, err := fmt.Fprintf(s.stdout, "no documents match %q\n", q)
@@ -376,7 +375,7 @@ func setupSearch(fs *flag.FlagSet) runFunc {
 		}
 		var b strings.Builder
 		for i, h := range hits {
-			fmt.Fprintf(&b, "%d. %s\n   %s\n   %s\n   id %s\n", i+1, h.Title, h.Source, h.Snippet, h.ID)
+			fmt.Fprintf(&b, "%d. %s\n   %s\n   %s\n   id %s\n", i+1, printable(h.Title), printable(h.Source), printable(h.Snippet), printable(h.ID))
 		}
 		_, err = io.WriteString(s.stdout, b.String())
 		return err
@@ -407,7 +406,7 @@ func setupStatus(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		if *asJSON {
-			return writeJSONTo(s.stdout, st)
+			return writeIndented(s.stdout, st)
 		}
 		_, err = io.WriteString(s.stdout, formatStatus(st))
 		return err
@@ -443,15 +442,15 @@ func formatStatus(st pipeline.Status) string {
 			parts = append(parts, fmt.Sprintf("%s %d", state, n))
 		}
 		slices.Sort(parts)
-		fmt.Fprintf(&b, "  %-18s %s\n", kind, strings.Join(parts, ", "))
+		fmt.Fprintf(&b, "  %-18s %s\n", kind, printable(strings.Join(parts, ", ")))
 	}
 	fmt.Fprintf(&b, "stuck:        %d\n", st.Stuck)
 	fmt.Fprintf(&b, "dead letters: %d (weir dlq list)\n", st.DeadLetters)
 	for name, state := range st.Breakers {
-		fmt.Fprintf(&b, "breaker:      %s %s\n", name, state)
+		fmt.Fprintf(&b, "breaker:      %s %s\n", printable(name), printable(state))
 	}
 	if r := st.LastReindex; r != nil {
-		fmt.Fprintf(&b, "last reindex: #%d %s (%s), checked %d/%d, repaired %d\n", r.ID, r.Status, r.Trigger, r.Checked, r.Total, r.Repaired)
+		fmt.Fprintf(&b, "last reindex: #%d %s (%s), checked %d/%d, repaired %d\n", r.ID, printable(r.Status), printable(r.Trigger), r.Checked, r.Total, r.Repaired)
 	}
 	return b.String()
 }
@@ -483,10 +482,4 @@ func setupReindex(fs *flag.FlagSet) runFunc {
 			run.ID, run.Checked, run.Missing, run.Stale, run.Extra, run.Repaired)
 		return err
 	}
-}
-
-func writeJSONTo(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

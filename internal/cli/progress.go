@@ -42,7 +42,7 @@ func (p *progressBar) show(done, total int, what string) {
 		frac = min(1, float64(done)/float64(total))
 	}
 	filled := int(frac * barWidth)
-	text := fmt.Sprintf("[%s%s] %d/%d %s", strings.Repeat("#", filled), strings.Repeat(".", barWidth-filled), done, total, what)
+	text := fmt.Sprintf("[%s%s] %d/%d %s", strings.Repeat("#", filled), strings.Repeat(".", barWidth-filled), done, total, printable(what))
 	if text == p.lastText {
 		return
 	}

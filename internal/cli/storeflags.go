@@ -272,7 +272,7 @@ func setupMigrate(fs *flag.FlagSet) runFunc {
 		n, err := o.store.Migrate(ctx)
 		if err != nil {
 			if n > 0 {
-				fmt.Fprintf(s.stdout, "%s: applied %s before the failure\n", o.where, versions(before, before+n))
+				fmt.Fprintf(s.stdout, "%s: applied %s before the failure\n", printable(o.where), versions(before, before+n))
 			}
 			return fmt.Errorf("%s: %w", o.where, err)
 		}
@@ -280,10 +280,10 @@ func setupMigrate(fs *flag.FlagSet) runFunc {
 			return fmt.Errorf("%s: the ingestion service's tables: %w", o.where, err)
 		}
 		if n == 0 {
-			_, err = fmt.Fprintf(s.stdout, "%s: up to date at schema version %d\n", o.where, before)
+			_, err = fmt.Fprintf(s.stdout, "%s: up to date at schema version %d\n", printable(o.where), before)
 			return err
 		}
-		_, err = fmt.Fprintf(s.stdout, "%s: applied %s; now at schema version %d of %d\n", o.where, versions(before, before+n), before+n, latest)
+		_, err = fmt.Fprintf(s.stdout, "%s: applied %s; now at schema version %d of %d\n", printable(o.where), versions(before, before+n), before+n, latest)
 		return err
 	}
 }
@@ -296,9 +296,11 @@ func versions(from, to int) string {
 	return fmt.Sprintf("migrations %d to %d", from+1, to)
 }
 
-// oneLine is s on one line, at most n runes, for a table cell.
+// oneLine is s on one line, at most n runes, for a table cell: its runs
+// of white space made one space, and what else could break the line or
+// drive the terminal escaped (printable).
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = printable(strings.Join(strings.Fields(s), " "))
 	if r := []rune(s); len(r) > n {
 		return string(r[:n-1]) + "…"
 	}

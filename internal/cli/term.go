@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"unicode"
@@ -67,13 +68,54 @@ func escapeRune(r rune) string {
 	return fmt.Sprintf(`\u%04x`, r)
 }
 
-// errorText is the text of err for the error stream: its lines (errors
-// joined with errors.Join are one a line) each made printable, and any
-// credential (a URL's password, a bearer token) masked.
+// errorText is the text of err for the error stream, with any credential
+// (a URL's password, a bearer token) masked. Errors joined by errors.Join
+// are one a line; within each, every control character, a newline
+// included, is escaped (printable), so that a file name quoted in a
+// message can neither drive the terminal nor split the line.
 func errorText(err error) string {
-	lines := strings.Split(redact.String(err.Error()), "\n")
-	for i, l := range lines {
-		lines[i] = printable(l)
+	return strings.Join(errorLines(err), "\n")
+}
+
+func errorLines(err error) []string {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		// A join, whose text is its errors' one a line (not an error of
+		// fmt.Errorf with several %w, whose text is its own).
+		var texts, lines []string
+		for _, e := range j.Unwrap() {
+			if e != nil {
+				texts = append(texts, e.Error())
+				lines = append(lines, errorLines(e)...)
+			}
+		}
+		if strings.Join(texts, "\n") == err.Error() {
+			return lines
+		}
 	}
-	return strings.Join(lines, "\n")
+	return []string{printable(redact.String(err.Error()))}
+}
+
+// terminalJSON returns the JSON text js with the characters a terminal acts
+// on that encoding/json leaves as they are (DEL, the C1 controls, the
+// bidirectional controls) written as \u escapes: the same JSON value, safe
+// to print. encoding/json escapes the C0 controls, and the line and
+// paragraph separators, itself; such characters can only be in strings.
+func terminalJSON(js []byte) []byte {
+	// The white space between tokens is JSON's own; in strings the encoder
+	// escapes it.
+	unsafe := func(r rune) bool { return unsafeRune(r) && r != '\n' && r != '\r' && r != '\t' }
+	if !bytes.ContainsFunc(js, unsafe) {
+		return js
+	}
+	var b bytes.Buffer
+	for i := 0; i < len(js); {
+		r, n := utf8.DecodeRune(js[i:])
+		if unsafe(r) {
+			fmt.Fprintf(&b, `\u%04x`, r)
+		} else {
+			b.Write(js[i : i+n])
+		}
+		i += n
+	}
+	return b.Bytes()
 }
