@@ -25,8 +25,9 @@ const SimSeedEnv = "WEIR_SIM_SEED"
 // worker taking its jobs back) through three simulated workers on a fake
 // clock, with a seeded random schedule of faults: a worker crashes (its
 // leases are left to expire, or taken back when it restarts), pauses
-// (misses its heartbeats, then tries to finish what it held), or fails
-// attempts. Each step is checked against the rules the engine relies on,
+// (misses its heartbeats, then tries to finish what it held), fails
+// attempts, or loses a claim's reply and gives back what it took
+// (ReleaseOwnedExcept, keeping what it holds). Each step is checked against the rules the engine relies on,
 // and at the end, faults stopped, every job must reach a final state.
 // The same seed gives the same run: the test runs its schedule twice and
 // compares the two histories.
@@ -223,6 +224,33 @@ func simulate(t *testing.T, s store.Store, seed uint64) uint64 {
 			case op == 8: // a worker pauses, or wakes
 				w.paused = !w.paused
 				what = fmt.Sprintf("pause %s %v", w.name, w.paused)
+			case op == 9 && !w.crashed && !w.paused: // a claim whose reply is lost, then given back
+				what = "lost claim " + w.name
+				got, err := ex.Claim(ctx, store.ClaimParams{Now: at, Limit: 1 + rng.IntN(3), Owner: w.name, LeaseFor: leaseFor})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var lost []int64
+				for _, j := range got {
+					if final[j.ID] {
+						t.Fatalf("step %d: %s claimed job %d, which is final", step, w.name, j.ID)
+					}
+					latest[j.ID] = store.LeaseOf(j)
+					lost = append(lost, j.ID)
+				}
+				keep := make([]store.Lease, 0, len(w.held))
+				for _, id := range sortedKeys(w.held) {
+					keep = append(keep, w.held[id])
+				}
+				released, err := ex.ReleaseOwnedExcept(ctx, at, w.name, keep)
+				if err != nil {
+					t.Fatal(err)
+				}
+				slices.Sort(lost)
+				if !slices.Equal(released, lost) {
+					t.Fatalf("step %d: %s gave back %v after a lost claim of %v, holding %v", step, w.name, released, lost, sortedKeys(w.held))
+				}
+				note("lost claim %s released %v", w.name, released)
 			default:
 				continue
 			}
