@@ -188,14 +188,14 @@ func TestListenWakesOnReclaim(t *testing.T) {
 }
 
 // The writes after an insert that make a job available announce its queue
-// too: an immediate retry, a rescue, a release and a requeue. A retry
-// later does not.
+// too: an immediate retry, a rescue, a release (of all an owner holds, or
+// of those it does not run) and a requeue. A retry later does not.
 func TestListenWakesOnLifecycle(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := migrated(t)
 	ex := s.Executor()
-	for _, q := range []string{"retry", "later", "rescue", "release", "requeue"} {
+	for _, q := range []string{"retry", "later", "rescue", "release", "requeue", "lost"} {
 		insert(t, ex, store.InsertParams{Kind: "k", Queue: q})
 	}
 	lease := map[string]store.Lease{}
@@ -203,6 +203,7 @@ func TestListenWakesOnLifecycle(t *testing.T) {
 		lease[q] = store.LeaseOf(claimAt(t, ex, now, q, "w1", 1, time.Hour)[0])
 	}
 	claimAt(t, ex, now, "rescue", "w2", 1, time.Minute)
+	claimAt(t, ex, now, "lost", "w3", 1, time.Hour)
 	woken := listen(t, s)
 
 	if _, err := ex.Fail(ctx, store.FailParams{Now: now, Lease: lease["later"], Error: weirtype.AttemptError{Attempt: 1, At: now, Message: "x"}, RetryAt: now.Add(time.Hour)}); err != nil {
@@ -227,6 +228,10 @@ func TestListenWakesOnLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantWake(t, woken, "release")
+	if _, err := ex.ReleaseOwnedExcept(ctx, now, "w3", nil); err != nil {
+		t.Fatal(err)
+	}
+	wantWake(t, woken, "lost")
 }
 
 // A queue too long for a notification's payload is not announced, and
