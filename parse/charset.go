@@ -1,110 +1,140 @@
 package parse
 
 import (
+	"errors"
 	"fmt"
-	"html"
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+	"golang.org/x/text/encoding"
+	"golang.org/x/text/encoding/charmap"
+	"golang.org/x/text/encoding/htmlindex"
 )
 
-// toUTF8 converts b from charset to UTF-8. It knows utf-8, us-ascii,
-// iso-8859-1 and windows-1252 (and their usual aliases); for any other
-// charset it returns b unchanged and an error naming the charset.
-func toUTF8(charset string, b []byte) (string, error) {
-	switch strings.ToLower(strings.Trim(strings.TrimSpace(charset), `"`)) {
-	case "", "utf-8", "utf8", "us-ascii", "ascii", "ansi_x3.4-1968":
-		return string(b), nil
-	case "iso-8859-1", "iso8859-1", "iso_8859-1", "latin1", "latin-1", "l1", "cp819", "iso-ir-100":
-		return latin1(b, nil), nil
-	case "windows-1252", "cp1252", "x-cp1252":
-		return latin1(b, &cp1252), nil
-	}
-	return string(b), fmt.Errorf("unsupported charset %q", charset)
+// asciiLabels are the names of US-ASCII. A body labelled so, or not
+// labelled, is read as undeclared text (as a text file is), since 8-bit
+// bytes in such mail are common.
+var asciiLabels = map[string]bool{
+	"us-ascii": true, "ascii": true, "ansi_x3.4-1968": true, "iso646-us": true,
+	"us": true, "cp367": true, "ibm367": true, "csascii": true, "iso-ir-6": true,
 }
 
-// latin1 decodes ISO 8859-1, or windows-1252 when high is its table for
-// 0x80–0x9F.
-func latin1(b []byte, high *[32]rune) string {
-	var sb strings.Builder
-	sb.Grow(len(b) + len(b)/4)
-	for _, c := range b {
+// decodeCharset converts b from the charset labelled label to valid UTF-8
+// with LF line ends. The labels are the WHATWG Encoding Standard's (through
+// golang.org/x/text's htmlindex), which reads ISO 8859-1 as its superset
+// Windows-1252, as mail readers do. A body without a label or labelled
+// US-ASCII is read as a text file is (UTF-8, or Windows-1252 when it is
+// not), silently; a body that does not match its label, or whose label is
+// unknown, is read the same way and problem says so. NUL bytes are kept,
+// for the caller to judge.
+func decodeCharset(label string, b []byte) (text, problem string) {
+	l := strings.ToLower(strings.Trim(strings.TrimSpace(label), `"`))
+	if l == "" || asciiLabels[l] {
+		return sniffText(b), ""
+	}
+	if l == "utf-8" || l == "utf8" || l == "unicode-1-1-utf-8" {
 		switch {
-		case c < utf8.RuneSelf:
-			sb.WriteByte(c)
-		case high != nil && c < 0xA0 && high[c-0x80] != 0:
-			sb.WriteRune(high[c-0x80])
-		default:
-			sb.WriteRune(rune(c))
+		case utf8.Valid(b):
+			return lfBytes(b), ""
+		case looksUTF8(b):
+			return sniffText(b), "body is not valid utf-8: invalid bytes read as U+FFFD"
 		}
+		return sniffText(b), "body is not utf-8: read as windows-1252"
 	}
-	return sb.String()
-}
-
-// cp1252 maps windows-1252's 0x80–0x9F; 0 marks the five unused codes,
-// which are read as in ISO 8859-1.
-var cp1252 = [32]rune{
-	'€', 0, '‚', 'ƒ', '„', '…', '†', '‡', 'ˆ', '‰', 'Š', '‹', 'Œ', 0, 'Ž', 0,
-	0, '‘', '’', '“', '”', '•', '–', '—', '˜', '™', 'š', '›', 'œ', 0, 'ž', 'Ÿ',
+	enc, err := htmlindex.Get(l)
+	if err != nil || enc == encoding.Replacement {
+		return sniffText(b), fmt.Sprintf("unsupported charset %q: read as utf-8 or windows-1252", label)
+	}
+	if cm, ok := enc.(*charmap.Charmap); ok {
+		return lf(singleByte(cm, b)), ""
+	}
+	out, err := enc.NewDecoder().Bytes(b)
+	if err != nil {
+		return sniffText(b), fmt.Sprintf("charset %q: %v: read as utf-8 or windows-1252", label, err)
+	}
+	return lfBytes(out), ""
 }
 
 // charsetReader is mime.WordDecoder's CharsetReader, for the charsets it
-// does not know itself.
+// does not know itself. An unknown charset is an error, and the header is
+// then kept as it was written.
 func charsetReader(charset string, input io.Reader) (io.Reader, error) {
 	b, err := io.ReadAll(input)
 	if err != nil {
 		return nil, err
 	}
-	s, err := toUTF8(charset, b)
-	if err != nil {
-		return nil, err
+	s, problem := decodeCharset(charset, b)
+	if problem != "" {
+		return nil, errors.New(problem)
 	}
 	return strings.NewReader(s), nil
 }
 
-// htmlText is the text of an HTML body: tags removed (script and style with
-// their content), block ends made line breaks, entities decoded.
+// htmlBreaks are the elements whose start or end breaks a line of text.
+var htmlBreaks = map[atom.Atom]bool{
+	atom.Br: true, atom.P: true, atom.Div: true, atom.Li: true, atom.Tr: true,
+	atom.H1: true, atom.H2: true, atom.H3: true, atom.H4: true, atom.H5: true, atom.H6: true,
+	atom.Blockquote: true, atom.Table: true, atom.Ul: true, atom.Ol: true, atom.Pre: true,
+	atom.Hr: true, atom.Dt: true, atom.Dd: true, atom.Section: true, atom.Article: true,
+	atom.Header: true, atom.Footer: true, atom.Title: true,
+}
+
+// htmlText is the text of an HTML document or fragment, read with
+// golang.org/x/net/html's tokenizer: tags removed (script and style with
+// their content, comments too), block ends made line breaks, character
+// references decoded, each line trimmed and runs of blank lines made one.
 func htmlText(s string) string {
+	z := html.NewTokenizer(strings.NewReader(s))
 	var b strings.Builder
-	for len(s) > 0 {
-		lt := strings.IndexByte(s, '<')
-		if lt < 0 {
-			b.WriteString(s)
-			break
-		}
-		b.WriteString(s[:lt])
-		s = s[lt:]
-		gt := strings.IndexByte(s, '>')
-		if gt < 0 {
-			b.WriteString(s)
-			break
-		}
-		tag := strings.ToLower(strings.TrimSpace(strings.Trim(s[1:gt], "/ ")))
-		tag, _, _ = strings.Cut(tag, " ")
-		s = s[gt+1:]
-		switch tag {
-		case "script", "style":
-			if end := strings.Index(strings.ToLower(s), "</"+tag); end >= 0 {
-				s = s[end:]
+	b.Grow(len(s))
+	skip := 0 // inside script or style
+	for {
+		tt := z.Next()
+		switch tt {
+		case html.ErrorToken:
+			return tidyLines(b.String())
+		case html.TextToken:
+			if skip == 0 {
+				b.Write(z.Text())
 			}
-		case "br", "p", "div", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "table":
-			b.WriteByte('\n')
+		case html.StartTagToken, html.EndTagToken, html.SelfClosingTagToken:
+			name, _ := z.TagName()
+			a := atom.Lookup(name)
+			switch {
+			case (a == atom.Script || a == atom.Style) && tt == html.StartTagToken:
+				skip++
+			case (a == atom.Script || a == atom.Style) && tt == html.EndTagToken:
+				skip = max(skip-1, 0)
+			case htmlBreaks[a]:
+				b.WriteByte('\n')
+			}
 		}
 	}
-	lines := strings.Split(html.UnescapeString(b.String()), "\n")
-	out := lines[:0]
+}
+
+// tidyLines trims each line of s and makes each run of blank lines one,
+// with none at the start or end.
+func tidyLines(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
 	blank := false
-	for _, l := range lines {
-		l = strings.TrimSpace(l)
-		if l == "" {
-			if !blank && len(out) > 0 {
-				out = append(out, "")
-			}
-			blank = true
+	for line := range strings.Lines(s) {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			blank = b.Len() > 0
 			continue
 		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+			if blank {
+				b.WriteByte('\n')
+			}
+		}
 		blank = false
-		out = append(out, l)
+		b.WriteString(line)
 	}
-	return strings.TrimSpace(strings.Join(out, "\n"))
+	return b.String()
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/weirhq/weir/parse"
 )
@@ -17,6 +18,12 @@ func FuzzFile(f *testing.F) {
 	f.Add("a.mbox", []byte("From x\nSubject: =?utf-8?B?////?=\nContent-Transfer-Encoding: quoted-printable\n\n=ZZ=\n>>From y\n"))
 	f.Add("a.mbox", []byte("junk\nFrom \n"))
 	f.Add("a.pdf", []byte("%PDF"))
+	f.Add("a.txt", []byte("caf\xe9 \x93q\x94"))
+	f.Add("a.txt", []byte("\xff\xfeh\x00i\x00\r\x00\n\x00"))
+	f.Add("a.md", []byte("\xfe\xff\x00#\x00 \x00T"))
+	f.Add("a.txt", []byte("\x00\x00\xfe\xff\x00\x00\x00a"))
+	f.Add("a.md", []byte("<div>\n<b>x</b> &amp; &#233;\n\n<!-- c -->\n<script>s</script>"))
+	f.Add("a.mbox", []byte("From x\nSubject: caf\xe9\x00\nContent-Type: text/plain; charset=shift_jis\n\n\x82\xb1\x00\n"))
 	f.Fuzz(func(t *testing.T, name string, data []byte) {
 		docs, err := parse.File(name, data)
 		format := parse.Format(name)
@@ -27,8 +34,12 @@ func FuzzFile(f *testing.F) {
 			}
 			return
 		case err != nil:
-			if format != parse.FormatMbox || !errors.Is(err, parse.ErrNotMbox) {
+			if format == parse.FormatMbox && !errors.Is(err, parse.ErrNotMbox) ||
+				format != parse.FormatMbox && !errors.Is(err, parse.ErrNotText) {
 				t.Fatalf("File(%q) error %v", name, err)
+			}
+			if !utf8.ValidString(err.Error()) {
+				t.Fatalf("error %q is not valid UTF-8", err)
 			}
 			return
 		case len(docs) == 0:
@@ -47,6 +58,8 @@ func FuzzFile(f *testing.F) {
 			if d.Key != wantKey {
 				t.Fatalf("doc %d key %q, want %q", i, d.Key, wantKey)
 			}
+			// What is stored in SQL is always valid UTF-8 without NUL.
+			checkClean(t, d)
 		}
 	})
 }

@@ -1,11 +1,13 @@
 package parse
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"mime"
 	"mime/multipart"
 	"mime/quotedprintable"
@@ -20,111 +22,185 @@ const maxDepth = 8
 
 var fromPrefix = []byte("From ")
 
-// mbox splits data, whose line ends are LF, into messages and reads each.
-func mbox(data []byte) ([]Doc, error) {
-	var starts []int
-	for i := 0; i < len(data); {
-		if bytes.HasPrefix(data[i:], fromPrefix) {
-			starts = append(starts, i)
+// Mbox reads an mbox from r and yields its documents one at a time, as File
+// does for an .mbox file, holding one message in memory at a time (and the
+// text before the first "From " line, if any). Keys are given in order from
+// "#1". A read error, or ErrNotMbox when r holds no "From " line, is
+// yielded last, with a zero Doc.
+func Mbox(r io.Reader) iter.Seq2[Doc, error] {
+	return func(yield func(Doc, error) bool) {
+		s := mboxScanner{r: bufio.NewReaderSize(r, 64<<10)}
+		pre, from, err := s.next()
+		switch {
+		case err != nil:
+			yield(Doc{}, err)
+			return
+		case !from:
+			yield(Doc{}, ErrNotMbox)
+			return
 		}
-		nl := bytes.IndexByte(data[i:], '\n')
-		if nl < 0 {
-			break
+		n := 0
+		emit := func(d Doc) bool {
+			n++
+			d.Key = "#" + strconv.Itoa(n)
+			return yield(d, nil)
 		}
-		i += nl + 1
-	}
-	if len(starts) == 0 {
-		return nil, ErrNotMbox
-	}
-	docs := make([]Doc, 0, len(starts)+1)
-	if pre := data[:starts[0]]; len(bytes.TrimSpace(pre)) > 0 {
-		docs = append(docs, Doc{Text: string(pre), Meta: map[string]string{
-			MetaFormat:     FormatMbox,
-			MetaParseError: `text before the first "From " line`,
-		}})
-	}
-	for k, start := range starts {
-		end := len(data)
-		if k+1 < len(starts) {
-			end = starts[k+1]
+		if len(bytes.TrimSpace(pre)) > 0 {
+			d := Doc{Text: cleanText(pre), Meta: map[string]string{
+				MetaFormat:     FormatMbox,
+				MetaParseError: `text before the first "From " line`,
+			}}
+			if !emit(d) {
+				return
+			}
 		}
-		msg := data[start:end]
-		if nl := bytes.IndexByte(msg, '\n'); nl >= 0 {
-			msg = msg[nl+1:] // the From_ line is the envelope, not the message
-		} else {
-			msg = nil
+		s.inMessage = true
+		var mr messageReader
+		for {
+			msg, from, err := s.next()
+			if err != nil {
+				yield(Doc{}, err)
+				return
+			}
+			if !emit(mr.message(msg)) || !from {
+				return
+			}
 		}
-		docs = append(docs, message(unquoteFrom(msg)))
 	}
-	for i := range docs {
-		docs[i].Key = "#" + strconv.Itoa(i+1)
-	}
-	return docs, nil
 }
 
-// unquoteFrom removes one '>' from each line of one or more '>' followed by
-// "From ", undoing mboxrd (and mboxo) quoting.
-func unquoteFrom(msg []byte) []byte {
-	if !bytes.Contains(msg, []byte(">From ")) {
-		return msg
-	}
-	out := make([]byte, 0, len(msg))
-	for len(msg) > 0 {
-		line := msg
-		if nl := bytes.IndexByte(msg, '\n'); nl >= 0 {
-			line = msg[:nl+1]
-		}
-		msg = msg[len(line):]
-		if q := bytes.TrimLeft(line, ">"); len(q) < len(line) && bytes.HasPrefix(q, fromPrefix) {
-			line = line[1:]
-		}
-		out = append(out, line...)
-	}
-	return out
+// mboxScanner splits an mbox into messages, a line at a time.
+type mboxScanner struct {
+	r *bufio.Reader
+	// buf holds the message being read; it is reused for the next one.
+	buf []byte
+	// line holds a line longer than r's buffer.
+	line []byte
+	// inMessage is set once the first "From " line is read: before it,
+	// lines are the preamble, kept as they are.
+	inMessage bool
+	started   bool
+	eof       bool
 }
 
-// message reads one message. A message that cannot be read is returned raw,
-// with Meta["parse_error"].
-func message(raw []byte) Doc {
+// next returns the lines up to the next "From " line with CRLF made LF
+// and, in a message, mboxrd's quoting undone: a line of one or more '>'
+// followed by "From " loses one '>'. from reports that a "From " line
+// ended them (it is consumed: it is the envelope of the next message, not
+// part of it); false is the end of the input. The slice is valid until the
+// next call.
+func (s *mboxScanner) next() (msg []byte, from bool, err error) {
+	s.buf = s.buf[:0]
+	for !s.eof {
+		line, err := s.readLine()
+		switch {
+		case err == io.EOF:
+			s.eof = true
+		case err != nil:
+			return nil, false, err
+		}
+		if !s.started {
+			s.started = true
+			line = bytes.TrimPrefix(line, bomUTF8)
+		}
+		if bytes.HasPrefix(line, fromPrefix) {
+			return s.buf, true, nil
+		}
+		if n := len(line); n >= 2 && line[n-2] == '\r' && line[n-1] == '\n' {
+			line = append(line[:n-2], '\n')
+		}
+		if s.inMessage {
+			if q := bytes.TrimLeft(line, ">"); len(q) < len(line) && bytes.HasPrefix(q, fromPrefix) {
+				line = line[1:]
+			}
+		}
+		s.buf = append(s.buf, line...)
+	}
+	return s.buf, false, nil
+}
+
+// readLine returns the next line with its LF, or what is left at the end
+// with io.EOF. The slice is valid until the next call.
+func (s *mboxScanner) readLine() ([]byte, error) {
+	line, err := s.r.ReadSlice('\n')
+	if err != bufio.ErrBufferFull {
+		return line, err
+	}
+	s.line = append(s.line[:0], line...)
+	for err == bufio.ErrBufferFull {
+		line, err = s.r.ReadSlice('\n')
+		s.line = append(s.line, line...)
+	}
+	return s.line, err
+}
+
+// messageReader reads messages, with buffers kept from one to the next.
+type messageReader struct {
+	r  bytes.Reader
+	br *bufio.Reader
+}
+
+// message reads one message, whose line ends are LF. A message that cannot
+// be read is returned raw, with Meta["parse_error"]. raw is not kept, and
+// may be changed.
+func (mr *messageReader) message(raw []byte) Doc {
 	meta := map[string]string{MetaFormat: FormatMbox}
 	if len(bytes.TrimSpace(raw)) == 0 {
 		meta[MetaParseError] = "empty message"
-		return Doc{Text: string(raw), Meta: meta}
+		return Doc{Text: cleanText(raw), Meta: meta}
 	}
-	in := raw
-	if !bytes.HasPrefix(in, []byte("\n")) && !bytes.Contains(in, []byte("\n\n")) {
+	// The header ends at the first blank line; read it alone, so that the
+	// body is a part of raw rather than a copy.
+	head, body := raw, []byte(nil)
+	switch i := bytes.Index(raw, []byte("\n\n")); {
+	case bytes.HasPrefix(raw, []byte("\n")):
+		head, body = raw[:1], raw[1:]
+	case i >= 0:
+		head, body = raw[:i+2], raw[i+2:]
+	default:
 		// Headers only: give net/mail the blank line that ends them.
-		in = make([]byte, 0, len(raw)+2)
-		in = append(append(in, bytes.TrimRight(raw, "\n")...), '\n', '\n')
+		head = append(bytes.TrimRight(raw, "\n"), '\n', '\n')
 	}
-	m, err := mail.ReadMessage(bytes.NewReader(in))
+	mr.r.Reset(head)
+	if mr.br == nil {
+		mr.br = bufio.NewReader(&mr.r)
+	} else {
+		mr.br.Reset(&mr.r)
+	}
+	m, err := mail.ReadMessage(mr.br) // which reads through mr.br, not a buffer of its own
+
 	if err != nil {
-		meta[MetaParseError] = "read message: " + err.Error()
-		return Doc{Text: string(raw), Meta: meta}
+		meta[MetaParseError] = cleanString("read message: " + err.Error())
+		return Doc{Text: cleanText(raw), Meta: meta}
 	}
 	subject := decodeHeader(m.Header.Get("Subject"))
 	meta[MetaSubject] = subject
 	meta[MetaFrom] = decodeHeader(m.Header.Get("From"))
-	meta[MetaDate] = strings.TrimSpace(m.Header.Get("Date"))
-	if t, err := mail.ParseDate(meta[MetaDate]); err == nil {
+	meta[MetaDate] = cleanString(strings.TrimSpace(m.Header.Get("Date")))
+	if t, err := parseDate(meta[MetaDate]); err == nil {
 		meta[MetaDate] = t.Format(time.RFC3339)
 	}
-	meta[MetaMessageID] = strings.TrimSpace(m.Header.Get("Message-Id"))
+	meta[MetaMessageID] = cleanString(strings.TrimSpace(m.Header.Get("Message-Id")))
 
-	body, err := io.ReadAll(m.Body)
-	if err != nil { // cannot happen with a bytes.Reader, but say so if it does
-		meta[MetaParseError] = "read body: " + err.Error()
-		return Doc{Title: subject, Text: string(raw), Meta: meta}
-	}
 	var d decoder
 	text, ok := d.entity(m.Header, body, 0)
 	if !ok {
 		d.problem("no text body (%s)", mediaTypeOf(m.Header))
 	}
 	if len(d.problems) > 0 {
-		meta[MetaParseError] = strings.Join(d.problems, "; ")
+		meta[MetaParseError] = cleanString(strings.Join(d.problems, "; "))
 	}
 	return Doc{Title: subject, Text: strings.TrimSpace(text), Meta: meta}
+}
+
+// parseDate reads a Date header: RFC 5322's usual form first, which
+// net/mail also reads but only after trying other forms, at the cost of an
+// error for each.
+func parseDate(v string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC1123Z, v); err == nil {
+		return t, nil
+	}
+	return mail.ParseDate(v)
 }
 
 // header is what a message's and a part's headers have in common.
@@ -146,13 +222,13 @@ func (d *decoder) entity(h header, body []byte, depth int) (text string, ok bool
 	case strings.HasPrefix(mt, "multipart/"):
 		if depth >= maxDepth {
 			d.problem("multipart nested deeper than %d", maxDepth)
-			return string(body), true
+			return cleanText(body), true
 		}
 		return d.multipart(mt, params, body, depth)
 	case mt == "text/html":
-		return htmlText(d.charset(params, body)), true
+		return d.text(mt, params, body, true)
 	case strings.HasPrefix(mt, "text/"):
-		return d.charset(params, body), true
+		return d.text(mt, params, body, false)
 	}
 	return "", false
 }
@@ -191,19 +267,20 @@ func (d *decoder) transferDecode(h header, body []byte) []byte {
 	case "", "7bit", "8bit", "binary":
 		return body
 	case "quoted-printable":
-		out, err := io.ReadAll(quotedprintable.NewReader(bytes.NewReader(body)))
-		if err != nil {
+		var out bytes.Buffer
+		out.Grow(len(body))
+		if _, err := out.ReadFrom(quotedprintable.NewReader(bytes.NewReader(body))); err != nil {
 			d.problem("quoted-printable: %v", err)
 			return body
 		}
-		return out
+		return out.Bytes()
 	case "base64":
-		clean := bytes.Map(func(r rune) rune {
-			if r == ' ' || r == '\t' || r == '\r' || r == '\n' {
-				return -1
+		clean := make([]byte, 0, len(body))
+		for _, c := range body {
+			if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+				clean = append(clean, c)
 			}
-			return r
-		}, body)
+		}
 		out := make([]byte, base64.StdEncoding.DecodedLen(len(clean)))
 		n, err := base64.StdEncoding.Decode(out, clean)
 		if err != nil {
@@ -224,14 +301,23 @@ func (d *decoder) transferDecode(h header, body []byte) []byte {
 	}
 }
 
-// charset converts a text body to UTF-8 from its charset parameter.
-func (d *decoder) charset(params map[string]string, body []byte) string {
-	cs := params["charset"]
-	s, err := toUTF8(cs, body)
-	if err != nil {
-		d.problem("%v", err)
+// text converts a text body to UTF-8 from its charset parameter, and from
+// HTML to text when html is set. A body that is binary data (a NUL, or
+// many control characters, as for a text file) is not text: ok is false
+// and a problem says why.
+func (d *decoder) text(mt string, params map[string]string, body []byte, html bool) (string, bool) {
+	s, problem := decodeCharset(params["charset"], body)
+	if problem != "" {
+		d.problem("%s", problem)
 	}
-	return s
+	if _, why := checkText(s); why != "" {
+		d.problem("%s body %s", mt, why)
+		return "", false
+	}
+	if html {
+		s = htmlText(s)
+	}
+	return s, true
 }
 
 // multipart returns the text of a multipart body: the text/plain
@@ -241,7 +327,7 @@ func (d *decoder) multipart(mt string, params map[string]string, body []byte, de
 	boundary := params["boundary"]
 	if boundary == "" {
 		d.problem("%s without a boundary; read as text", mt)
-		return string(body), true
+		return cleanText(body), true
 	}
 	r := multipart.NewReader(bytes.NewReader(body), boundary)
 	var plain, html []string
@@ -294,12 +380,13 @@ func trimAll(ss []string) []string {
 }
 
 // decodeHeader decodes the RFC 2047 encoded words of a header value. A value
-// it cannot decode is returned as it is.
+// it cannot decode is kept as it is written. Either way it is made valid
+// UTF-8 without NUL, as cleanString does.
 func decodeHeader(v string) string {
 	dec := mime.WordDecoder{CharsetReader: charsetReader}
 	s, err := dec.DecodeHeader(v)
 	if err != nil {
-		return strings.TrimSpace(v)
+		s = v
 	}
-	return strings.TrimSpace(s)
+	return cleanString(strings.TrimSpace(s))
 }

@@ -3,8 +3,10 @@ package parse_test
 import (
 	"encoding/base64"
 	"errors"
+	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/weirhq/weir/parse"
 )
@@ -164,10 +166,15 @@ func TestMboxBodies(t *testing.T) {
 			parseError: "base64",
 		},
 		{
-			name:       "unknown charset keeps the bytes",
-			mbox:       msg("Subject: s\nContent-Type: text/plain; charset=koi8-r", "\xf0\xd2\xc9"),
-			text:       "\xf0\xd2\xc9",
-			parseError: `unsupported charset "koi8-r"`,
+			name: "koi8-r",
+			mbox: msg("Subject: s\nContent-Type: text/plain; charset=koi8-r", "\xf0\xd2\xc9\xd7\xc5\xd4"),
+			text: "Привет",
+		},
+		{
+			name:       "unknown charset read as windows-1252",
+			mbox:       msg("Subject: s\nContent-Type: text/plain; charset=x-martian", "\xf0\xd2\xc9"),
+			text:       "ðÒÉ",
+			parseError: `unsupported charset "x-martian"`,
 		},
 		{
 			name:       "no text part",
@@ -273,7 +280,9 @@ func TestMboxFromMidLineIsNotASeparator(t *testing.T) {
 // a multiple of 4 panicked, decoding into a buffer sized for padded input.
 func TestMboxUnpaddedBase64(t *testing.T) {
 	t.Parallel()
-	for body, want := range map[string]string{"00": "\xd3", "aGk": "hi", "aGVsbG8": "hello"} {
+	// "00" decodes to the byte 0xD3, which is not UTF-8: with no charset
+	// it is read as Windows-1252.
+	for body, want := range map[string]string{"00": "Ó", "aGk": "hi", "aGVsbG8": "hello"} {
 		docs, err := parse.File("x.mbox", []byte("From \nContent-Transfer-Encoding: BASE64\n\n"+body))
 		if err != nil {
 			t.Fatal(err)
@@ -281,5 +290,73 @@ func TestMboxUnpaddedBase64(t *testing.T) {
 		if docs[0].Text != want || docs[0].Meta["parse_error"] != "" {
 			t.Errorf("body %q: Text %q parse_error %q, want %q", body, docs[0].Text, docs[0].Meta["parse_error"], want)
 		}
+	}
+}
+
+// Mbox reads message by message from a reader and gives what File gives,
+// whatever sizes the reads come in and however long the lines are.
+func TestMboxReaderMatchesFile(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("word ", 40000) // one 200 KB line, longer than the read buffer
+	inputs := []string{
+		threeMessages,
+		strings.ReplaceAll(threeMessages, "\n", "\r\n"),
+		"\xef\xbb\xbfstray preamble\nFrom a\nSubject: one\n\n" + long + "\n>From b\nFrom c\n\nFrom d\nSubject: last",
+		"From only-envelope",
+	}
+	for i, data := range inputs {
+		want, err := parse.File("x.mbox", []byte(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []parse.Doc
+		for d, err := range parse.Mbox(iotest.HalfReader(strings.NewReader(data))) {
+			if err != nil {
+				t.Fatalf("input %d: %v", i, err)
+			}
+			got = append(got, d)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("input %d: %d docs from the reader, %d from File", i, len(got), len(want))
+		}
+		for k := range want {
+			if !sameDoc(got[k], want[k]) {
+				t.Errorf("input %d doc %d:\n%#v\nwant\n%#v", i, k, got[k], want[k])
+			}
+		}
+	}
+	docs, _ := parse.File("x.mbox", []byte(inputs[2]))
+	if len(docs) != 4 || docs[1].Text != strings.TrimSpace(long+"\nFrom b") {
+		t.Errorf("long line or >From unquoting lost: %d docs", len(docs))
+	}
+}
+
+func TestMboxReaderErrors(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("disk on fire")
+	var docs []parse.Doc
+	var last error
+	for d, err := range parse.Mbox(io.MultiReader(strings.NewReader("From a\nSubject: one\n\nbody\nFrom b\nSubject: two\n"), iotest.ErrReader(boom))) {
+		if err != nil {
+			last = err
+			continue
+		}
+		docs = append(docs, d)
+	}
+	if !errors.Is(last, boom) || len(docs) != 1 || docs[0].Title != "one" {
+		t.Errorf("docs %v, last error %v; want the first message, then %v", docs, last, boom)
+	}
+	for d, err := range parse.Mbox(strings.NewReader("no envelope line\n")) {
+		if !errors.Is(err, parse.ErrNotMbox) || d.Meta != nil {
+			t.Errorf("got %v %v, want only ErrNotMbox", d, err)
+		}
+	}
+	n := 0
+	for range parse.Mbox(strings.NewReader(threeMessages)) {
+		n++
+		break // stopping early is allowed
+	}
+	if n != 1 {
+		t.Errorf("%d docs after break", n)
 	}
 }

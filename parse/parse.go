@@ -84,31 +84,33 @@ func Format(name string) string {
 
 // File parses data, the content of the file called name, into documents, as
 // the package doc describes. A text or Markdown file gives one Doc, an mbox
-// one per message. It never returns an empty slice with a nil error.
+// one per message. It never returns an empty slice with a nil error. A text
+// or Markdown file that is binary is a *NotTextError, matching ErrNotText;
+// an mbox without a "From " line is an error matching ErrNotMbox.
 func File(name string, data []byte) ([]Doc, error) {
 	switch Format(name) {
 	case FormatText:
-		return []Doc{{Text: string(normalize(data)), Meta: map[string]string{MetaFormat: FormatText}}}, nil
+		text, why := fileText(data)
+		if why != "" {
+			return nil, &NotTextError{Name: name, Reason: why}
+		}
+		return []Doc{{Text: text, Meta: map[string]string{MetaFormat: FormatText}}}, nil
 	case FormatMarkdown:
-		title, text := markdown(string(normalize(data)))
+		src, why := fileText(data)
+		if why != "" {
+			return nil, &NotTextError{Name: name, Reason: why}
+		}
+		title, text := markdown(src)
 		return []Doc{{Title: title, Text: text, Meta: map[string]string{MetaFormat: FormatMarkdown}}}, nil
 	case FormatMbox:
-		docs, err := mbox(normalize(data))
-		if err != nil {
-			return nil, fmt.Errorf("parse %q: %w", name, err)
+		var docs []Doc
+		for d, err := range Mbox(bytes.NewReader(data)) {
+			if err != nil {
+				return nil, fmt.Errorf("parse %q: %w", name, err)
+			}
+			docs = append(docs, d)
 		}
 		return docs, nil
 	}
 	return nil, &UnsupportedError{Name: name, Ext: filepath.Ext(name)}
-}
-
-var bom = []byte("\xef\xbb\xbf")
-
-// normalize drops a UTF-8 byte-order mark and turns CRLF into LF.
-func normalize(data []byte) []byte {
-	data = bytes.TrimPrefix(data, bom)
-	if bytes.Contains(data, []byte("\r\n")) {
-		data = bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n"))
-	}
-	return data
 }

@@ -68,7 +68,7 @@ func TestText(t *testing.T) {
 		{"bom", "\xef\xbb\xbfHello", "Hello"},
 		{"empty", "", ""},
 		{"markup kept", "# not a heading in text *really*", "# not a heading in text *really*"},
-		{"bytes kept", "caf\xe9", "caf\xe9"},
+		{"not utf-8: windows-1252", "caf\xe9 \x93ok\x94", "café “ok”"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
