@@ -314,12 +314,34 @@ func setupIngest(fs *flag.FlagSet) runFunc {
 		}()
 		bar := newProgressBar(s.stderr)
 		deadline := time.Now().Add(*timeout)
+		var (
+			last     pipeline.Progress
+			lastMove = time.Now()
+			waiting  string // what the progress waits for, once it stops
+			asked    time.Time
+		)
 		for {
 			p, err := svc.FileProgress(ctx, ids)
 			if err != nil {
 				return err
 			}
-			bar.show(p.FilesDone+p.FilesFailed, p.Files, fmt.Sprintf("files; %d documents saved, %d indexed, %d failed", p.Saved, p.Indexed, p.Failed))
+			now := time.Now()
+			if p != last {
+				last, lastMove, waiting = p, now, ""
+			} else if now.Sub(lastMove) >= time.Second && now.Sub(asked) >= time.Second {
+				// The progress stopped: say whether other workers hold
+				// the jobs (a process killed with them, whose lease has
+				// to end first).
+				asked = now
+				if w, err := heldJobs(ctx, svc.DB().Store.Executor(), svc.Client().ID(), now); err == nil {
+					waiting = w
+				}
+			}
+			what := fmt.Sprintf("files; %d documents saved, %d indexed, %d failed", p.Saved, p.Indexed, p.Failed)
+			if waiting != "" {
+				what += "; " + waiting
+			}
+			bar.show(p.FilesDone+p.FilesFailed, p.Files, what)
 			if p.Done() {
 				bar.done()
 				fmt.Fprintf(s.stdout, "%d files processed, %d failed; %d documents saved, %d failed\n", p.FilesDone, p.FilesFailed, p.Saved, p.Failed)
