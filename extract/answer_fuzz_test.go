@@ -27,7 +27,7 @@ func FuzzDecodeAnswer(f *testing.F) {
 			}
 			return
 		}
-		r := l.result(Input{Text: "some words here"}, []string{"some", "words", "here"}, a)
+		r := l.result(Input{Text: "some words here"}, a)
 		if utf8.RuneCountInString(r.Title) > MaxTitleRunes || len(r.KeyTerms) > MaxKeyTerms || r.Language == "" || r.WordCount != 3 {
 			t.Fatalf("result %+v breaks a limit", r)
 		}

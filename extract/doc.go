@@ -61,5 +61,17 @@
 //     engine's attempts and backoff are the longer-term retry.
 //
 // The API key is sent only in the Authorization header; it is never logged
-// nor put in an error.
+// nor put in an error. An endpoint or proxy that echoes it back (the
+// request's headers in an error page, the token in an error message) does
+// not change that: every error Extract returns, every line the extractor
+// logs and every retry event it reports go through weir's redaction, with
+// the key as a named secret, and show "[REDACTED]" in its place.
+//
+// # Cost
+//
+// Local reads a text once for its words and keeps each distinct term's
+// count, not a list of the words; the summary reads paragraphs only until
+// it is full. Its memory grows with the vocabulary, not with the text (a
+// 20 MB text allocates kilobytes). LLM sends at most MaxInputRunes runes,
+// cut without copying the text.
 package extract

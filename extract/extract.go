@@ -76,20 +76,18 @@ func (e *NotTextError) Error() string {
 // Unwrap returns ErrNotText.
 func (e *NotTextError) Unwrap() error { return ErrNotText }
 
-// checkText returns a permanent *NotTextError for poison text, else the
-// text's words.
-func checkText(text string) ([]string, error) {
+// checkText returns a permanent *NotTextError for poison text.
+func checkText(text string) error {
 	if i := strings.IndexByte(text, 0); i >= 0 {
-		return nil, notText("contains a NUL byte at offset %d", i)
+		return notText("contains a NUL byte at offset %d", i)
 	}
 	if !utf8.ValidString(text) {
-		return nil, notText("is not valid UTF-8 at offset %d", invalidAt(text))
+		return notText("is not valid UTF-8 at offset %d", invalidAt(text))
 	}
-	words := tokenize(text)
-	if len(words) == 0 {
-		return nil, notText("has no words")
+	for range words(text) {
+		return nil
 	}
-	return words, nil
+	return notText("has no words")
 }
 
 func notText(format string, args ...any) error {

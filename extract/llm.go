@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/internal/redact"
 	"github.com/weirhq/weir/resilience/breaker"
 	"github.com/weirhq/weir/resilience/retry"
 	"github.com/weirhq/weir/resilience/transport"
@@ -28,6 +29,8 @@ const (
 	DefaultBreakerName   = "extract-llm"
 	// MaxAnswerBytes is the largest response body read from the endpoint.
 	MaxAnswerBytes = 4 << 20
+	// maxErrorBody is how much of an error response a StatusError shows.
+	maxErrorBody = 512
 )
 
 // ErrInvalidConfig is wrapped by the error NewLLM returns for a bad
@@ -50,7 +53,10 @@ type LLMConfig struct {
 	// Model is the model asked for. Default "gpt-4o-mini".
 	Model string
 	// APIKey, if set, is sent as "Authorization: Bearer <APIKey>". It is
-	// never logged nor put in an error. Default "": no Authorization
+	// never logged nor put in an error: where the endpoint or a proxy
+	// echoes it (in an error body, an error message), it is replaced by
+	// "[REDACTED]" in every error Extract returns and every log line and
+	// retry event the extractor gives. Default "": no Authorization
 	// header.
 	APIKey string
 	// Timeout is how long each HTTP attempt may wait for the response
@@ -83,7 +89,7 @@ type LLMConfig struct {
 	// as the transport package explains.)
 	Clock clock.Clock
 	// Logger logs retries and the transport's decisions, with fixed keys
-	// (attempt, err). Default nil: no logs.
+	// (attempt, err), credentials removed. Default nil: no logs.
 	Logger *slog.Logger
 }
 
@@ -109,7 +115,7 @@ func NewLLM(cfg LLMConfig) (*LLM, error) {
 	}
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("extract: URL %q is not an http or https URL: %w", redact(cfg.URL), ErrInvalidConfig)
+		return nil, fmt.Errorf("extract: URL %q is not an http or https URL: %w", redact.URL(cfg.URL), ErrInvalidConfig)
 	}
 	if cfg.Model == "" {
 		cfg.Model = DefaultModel
@@ -134,12 +140,23 @@ func NewLLM(cfg LLMConfig) (*LLM, error) {
 		}
 		cfg.Breaker = b
 	}
+	// What the retries and the transport log or report may echo the key.
+	logger := redactLogger(cfg.Logger, cfg.APIKey)
 	rc := cfg.Retry
 	if rc.Clock == nil {
 		rc.Clock = cfg.Clock
 	}
 	if rc.Logger == nil {
-		rc.Logger = cfg.Logger
+		rc.Logger = logger
+	} else {
+		rc.Logger = redactLogger(rc.Logger, cfg.APIKey)
+	}
+	if onRetry := rc.OnRetry; onRetry != nil {
+		key := cfg.APIKey
+		rc.OnRetry = func(ev retry.Event) {
+			ev.Err = redact.Error(ev.Err, key)
+			onRetry(ev)
+		}
 	}
 	tr, err := transport.New(transport.Config{
 		Base:               cfg.Transport,
@@ -147,7 +164,7 @@ func NewLLM(cfg LLMConfig) (*LLM, error) {
 		Breaker:            cfg.Breaker,
 		AttemptTimeout:     cfg.Timeout,
 		RetryNonIdempotent: true,
-		Logger:             cfg.Logger,
+		Logger:             logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("extract: %w: %w", err, ErrInvalidConfig)
@@ -167,14 +184,6 @@ func NewLLM(cfg LLMConfig) (*LLM, error) {
 	}, nil
 }
 
-// redact drops the user information of a URL for an error message.
-func redact(s string) string {
-	if u, err := url.Parse(s); err == nil && u.User != nil {
-		return u.Redacted()
-	}
-	return s
-}
-
 // Model returns the model the extractor asks.
 func (l *LLM) Model() string { return l.model }
 
@@ -192,8 +201,9 @@ type StatusError struct {
 	// StatusCode and Status are the response's.
 	StatusCode int
 	Status     string
-	// Body is the start of the response body (at most 512 bytes), which
-	// usually says what was wrong.
+	// Body is the start of the response body (512 bytes), which usually
+	// says what was wrong, with the API key and any echoed credential
+	// header replaced by "[REDACTED]".
 	Body string
 }
 
@@ -248,7 +258,8 @@ func (e *UnavailableError) Permanent() bool { return false }
 func (e *UnavailableError) RetryAfter() time.Duration { return e.Open.RetryIn }
 
 // callError wraps a transport error so that the job engine retries it: the
-// transport's Permanent mark was about retrying within the call.
+// transport's Permanent mark was about retrying within the call. err is
+// redacted: a proxy's error may echo the request.
 type callError struct{ err error }
 
 func (e *callError) Error() string   { return "extract: llm call: " + e.err.Error() }
@@ -260,10 +271,18 @@ func (e *callError) Permanent() bool { return false }
 // any call with a permanent error matching ErrNotText; an open breaker
 // fails at once with an *UnavailableError. Fields the model leaves empty or
 // gets wrong (a language that is not a two-letter code) are filled as Local
-// would fill them.
+// would fill them. Its errors never show the API key, even where the
+// endpoint echoed it: errors.Is and errors.As see through the redaction.
 func (l *LLM) Extract(ctx context.Context, in Input) (Result, error) {
-	words, err := checkText(in.Text)
+	r, err := l.extract(ctx, in)
 	if err != nil {
+		return Result{}, redact.Error(err, l.apiKey)
+	}
+	return r, nil
+}
+
+func (l *LLM) extract(ctx context.Context, in Input) (Result, error) {
+	if err := checkText(in.Text); err != nil {
 		return Result{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -293,9 +312,9 @@ func (l *LLM) Extract(ctx context.Context, in Input) (Result, error) {
 		if open, ok := errors.AsType[*breaker.OpenError](err); ok {
 			// The breaker refused an attempt, or this call's failure
 			// opened it.
-			return Result{}, &UnavailableError{Open: open, Err: &callError{err}}
+			return Result{}, &UnavailableError{Open: open, Err: l.callError(err)}
 		}
-		return Result{}, &callError{err}
+		return Result{}, l.callError(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
@@ -306,13 +325,13 @@ func (l *LLM) Extract(ctx context.Context, in Input) (Result, error) {
 		if cerr := ctx.Err(); cerr != nil {
 			return Result{}, fmt.Errorf("extract: read llm answer: %w", cerr)
 		}
-		return Result{}, &callError{fmt.Errorf("read answer: %w", err)}
+		return Result{}, l.callError(fmt.Errorf("read answer: %w", err))
 	}
 	ans, err := decodeAnswer(raw)
 	if err != nil {
 		return Result{}, err
 	}
-	return l.result(in, words, ans), nil
+	return l.result(in, ans), nil
 }
 
 // admit fails fast when the breaker is open, before the request is built.
@@ -326,21 +345,26 @@ func (l *LLM) admit() error {
 		if open, ok := errors.AsType[*breaker.OpenError](err); ok {
 			return &UnavailableError{Open: open}
 		}
-		return &callError{err}
+		return l.callError(err)
 	}
 	l.breaker.Done(t, breaker.Ignored) // give the probe slot to the transport
 	return nil
+}
+
+func (l *LLM) callError(err error) *callError {
+	return &callError{redact.Error(err, l.apiKey)}
 }
 
 // statusError is the error for a non-2xx response: a *StatusError, with the
 // server's Retry-After as a hint, inside an *UnavailableError when the
 // failure opened the breaker.
 func (l *LLM) statusError(resp *http.Response) error {
-	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	// Read enough past the cut to see a key that begins before it whole.
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, int64(maxErrorBody+len(l.apiKey))))
 	se := &StatusError{
 		StatusCode: resp.StatusCode,
-		Status:     resp.Status,
-		Body:       strings.TrimSpace(strings.ToValidUTF8(string(snippet), "\uFFFD")),
+		Status:     redact.String(resp.Status, l.apiKey),
+		Body:       errorBody(raw, l.apiKey),
 	}
 	var err error = se
 	if v := resp.Header.Get("Retry-After"); v != "" && !se.Permanent() {
@@ -356,6 +380,24 @@ func (l *LLM) statusError(resp *http.Response) error {
 		}
 	}
 	return err
+}
+
+// errorBody is the start of an error response body, maxErrorBody bytes
+// (more where the API key begins before the cut, so that it is masked
+// whole), as valid UTF-8 with the key and echoed credentials masked.
+func errorBody(raw []byte, key string) string {
+	cut := min(len(raw), maxErrorBody)
+	if key != "" {
+		for i := 0; i < cut; {
+			k := bytes.Index(raw[i:], []byte(key))
+			if k < 0 || i+k >= cut {
+				break
+			}
+			i += k + len(key)
+			cut = max(cut, min(i, len(raw)))
+		}
+	}
+	return redact.String(strings.TrimSpace(strings.ToValidUTF8(string(raw[:cut]), "\uFFFD")), key)
 }
 
 // The request and response bodies of the chat-completions API, as far as
@@ -398,8 +440,14 @@ const systemPrompt = `You extract metadata from a document. Answer with one JSON
 
 func (l *LLM) request(in Input) chatRequest {
 	text := in.Text
-	if utf8.RuneCountInString(text) > l.maxRunes {
-		text = string([]rune(text)[:l.maxRunes])
+	// Cut after maxRunes runes, found without counting the whole text.
+	for i, n := 0, 0; i < len(text); n++ {
+		if n == l.maxRunes {
+			text = text[:i]
+			break
+		}
+		_, size := utf8.DecodeRuneInString(text[i:])
+		i += size
 	}
 	var user strings.Builder
 	if t := strings.TrimSpace(in.Title); t != "" {
@@ -465,8 +513,8 @@ func clip(s string, n int) string {
 }
 
 // result merges the model's answer with what is computed locally.
-func (l *LLM) result(in Input, words []string, a answer) Result {
-	loc := local(in, words)
+func (l *LLM) result(in Input, a answer) Result {
+	loc := local(in)
 	r := Result{
 		Title:     loc.Title,
 		Language:  loc.Language,

@@ -1,7 +1,10 @@
 package extract
 
 import (
+	"bytes"
 	"context"
+	"iter"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -22,23 +25,25 @@ func (l *Local) Extract(ctx context.Context, in Input) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	words, err := checkText(in.Text)
-	if err != nil {
+	if err := checkText(in.Text); err != nil {
 		return Result{}, err
 	}
-	return local(in, words), nil
+	return local(in), nil
 }
 
-// local extracts from text already checked, whose words are words.
-func local(in Input, words []string) Result {
+// local extracts from text already checked. It reads the text once for its
+// words, keeping only each distinct term's count, and the summary reads no
+// further than it needs: its memory does not grow with the text but for
+// the vocabulary.
+func local(in Input) Result {
 	title := titleOf(in)
-	terms := terms(words)
-	lang := language(terms)
+	st := scan(in.Text)
+	lang := st.language()
 	return Result{
 		Title:     title,
 		Language:  lang,
-		WordCount: len(words),
-		KeyTerms:  keyTerms(terms, lang),
+		WordCount: st.words,
+		KeyTerms:  st.keyTerms(lang),
 		Summary:   summary(in.Text, title),
 		Extractor: "local",
 	}
@@ -51,22 +56,53 @@ func titleOf(in Input) string {
 		return strings.ToValidUTF8(t, "\uFFFD")
 	}
 	for line := range strings.Lines(in.Text) {
-		if line = strings.Join(strings.Fields(line), " "); line != "" {
+		if line, _ = collapse(line, MaxTitleRunes+1); line != "" {
 			return cutWords(line, MaxTitleRunes, "")
 		}
 	}
 	return ""
 }
 
+// collapse returns the fields of s joined by single spaces, cut after max
+// runes; cut reports that it was cut.
+func collapse(s string, max int) (out string, cut bool) {
+	var b strings.Builder
+	n := 0
+	for f := range strings.FieldsSeq(s) {
+		if n > 0 {
+			if n == max {
+				return b.String(), true
+			}
+			b.WriteByte(' ')
+			n++
+		}
+		for _, r := range f {
+			if n == max {
+				return b.String(), true
+			}
+			b.WriteRune(r)
+			n++
+		}
+	}
+	return b.String(), false
+}
+
 // cutWords returns s if it has at most n runes, else s cut to at most n
 // runes, ellipsis included, on the last space in the second half of the
-// cut, or hard when there is none; then ellipsis is appended.
+// cut, or hard when there is none; then ellipsis is appended. It reads no
+// more of s than n+1 runes.
 func cutWords(s string, n int, ellipsis string) string {
-	if utf8.RuneCountInString(s) <= n {
+	end, count := 0, 0
+	for end < len(s) && count <= n {
+		_, size := utf8.DecodeRuneInString(s[end:])
+		end += size
+		count++
+	}
+	if count <= n {
 		return s
 	}
 	n -= utf8.RuneCountInString(ellipsis)
-	rs := []rune(s)
+	rs := []rune(s[:end])
 	cut := rs[:n]
 	if unicode.IsSpace(rs[n]) {
 		return strings.TrimRight(string(cut), " ,;:-–—") + ellipsis
@@ -84,68 +120,101 @@ func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) 
 
 func isJoiner(r rune) bool { return r == '\'' || r == '’' || r == '-' || r == '‐' }
 
-// tokenize returns the words of s, as the package doc defines them.
-func tokenize(s string) []string {
-	var words []string
-	start := -1
-	var prevWord bool // the rune before i is a word rune
-	for i, r := range s {
-		switch {
-		case isWordRune(r):
-			if start < 0 {
-				start = i
-			}
-			prevWord = true
-			continue
-		case start >= 0 && prevWord && isJoiner(r):
-			next, _ := utf8.DecodeRuneInString(s[i+utf8.RuneLen(r):])
-			if isWordRune(next) {
-				prevWord = false
+// words yields the words of s, as the package doc defines them, in order.
+func words(s string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		start := -1
+		var prevWord bool // the rune before i is a word rune
+		for i, r := range s {
+			switch {
+			case isWordRune(r):
+				if start < 0 {
+					start = i
+				}
+				prevWord = true
 				continue
+			case start >= 0 && prevWord && isJoiner(r):
+				next, _ := utf8.DecodeRuneInString(s[i+utf8.RuneLen(r):])
+				if isWordRune(next) {
+					prevWord = false
+					continue
+				}
 			}
+			if start >= 0 {
+				if !yield(s[start:i]) {
+					return
+				}
+				start = -1
+			}
+			prevWord = false
 		}
 		if start >= 0 {
-			words = append(words, s[start:i])
-			start = -1
+			yield(s[start:])
 		}
-		prevWord = false
 	}
-	if start >= 0 {
-		words = append(words, s[start:])
-	}
-	return words
 }
 
 // elided are the articles and prepositions French and Italian elide before a
 // vowel: l'homme, d'accord, qu'il, dell'anno.
 var elided = set("c d j l m n s t qu jusqu lorsqu puisqu quoiqu dell nell all dall sull coll un")
 
-// terms returns the lower-case terms of words for language and key terms:
-// elided articles split off, "’" as "'".
-func terms(words []string) []string {
-	out := make([]string, 0, len(words))
-	for _, w := range words {
-		w = strings.ToLower(strings.ReplaceAll(w, "’", "'"))
-		if pre, rest, ok := strings.Cut(w, "'"); ok && elided[pre] {
-			out = append(out, pre)
-			w = rest
-		}
-		out = append(out, w)
-	}
-	return out
+// stats is what the language and the key terms need of a text's words:
+// their number, and each distinct term's count and first position.
+type stats struct {
+	words int
+	// terms counts the lower-case terms of the words: elided articles
+	// split off, "’" as "'"; n is how many there are.
+	terms map[string]*termCount
+	n     int
+	score [len(languages)]float64
+	buf   []byte
 }
 
-// language returns the ISO 639-1 code of terms, or Undetermined.
-func language(terms []string) string {
-	var score [len(languages)]float64
-	for _, t := range terms {
-		if ls, ok := stopIndex[t]; ok {
-			w := 1 / float64(len(ls))
-			for _, l := range ls {
-				score[l] += w
+type termCount struct {
+	n, first int
+}
+
+// scan reads the words of text once.
+func scan(text string) *stats {
+	st := &stats{terms: make(map[string]*termCount)}
+	for w := range words(text) {
+		st.words++
+		st.buf = st.buf[:0]
+		for _, r := range w {
+			if r == '’' {
+				r = '\''
 			}
+			st.buf = utf8.AppendRune(st.buf, unicode.ToLower(r))
+		}
+		t := st.buf
+		if i := bytes.IndexByte(t, '\''); i >= 0 && elided[string(t[:i])] {
+			st.add(t[:i])
+			t = t[i+1:]
+		}
+		st.add(t)
+	}
+	return st
+}
+
+// add counts one term. Only a term not seen before is copied.
+func (st *stats) add(t []byte) {
+	if c, ok := st.terms[string(t)]; ok {
+		c.n++
+	} else {
+		st.terms[string(t)] = &termCount{n: 1, first: st.n}
+	}
+	if ls, ok := stopIndex[string(t)]; ok {
+		w := 1 / float64(len(ls))
+		for _, l := range ls {
+			st.score[l] += w
 		}
 	}
+	st.n++
+}
+
+// language returns the ISO 639-1 code of the text, or Undetermined.
+func (st *stats) language() string {
+	score := st.score
 	best, second := 0, -1
 	for i := 1; i < len(score); i++ {
 		if score[i] > score[best] {
@@ -155,7 +224,7 @@ func language(terms []string) string {
 		}
 	}
 	b, s := score[best], score[second]
-	if b < 2 || b < 1.5*s || b < 0.08*float64(len(terms)) {
+	if b < 2 || b < 1.5*s || b < 0.08*float64(st.n) {
 		return Undetermined
 	}
 	return languages[best].code
@@ -163,64 +232,76 @@ func language(terms []string) string {
 
 // keyTerms returns up to MaxKeyTerms terms by frequency, ties by first
 // appearance, without the stop words of lang.
-func keyTerms(terms []string, lang string) []string {
+func (st *stats) keyTerms(lang string) []string {
 	stop := allStop
 	for _, l := range languages {
 		if l.code == lang {
 			stop = l.stop
 		}
 	}
+	// An English possessive counts as its word.
 	type term struct {
-		t     string
-		n     int
-		first int
+		t        string
+		n, first int
 	}
 	idx := make(map[string]int)
 	var ts []term
-	for i, t := range terms {
-		t = strings.TrimSuffix(strings.TrimSuffix(t, "'s"), "'")
+	for raw, c := range st.terms {
+		t := strings.TrimSuffix(strings.TrimSuffix(raw, "'s"), "'")
 		if stop[t] || elided[t] || utf8.RuneCountInString(t) < 2 || !strings.ContainsFunc(t, unicode.IsLetter) {
 			continue
 		}
 		if j, ok := idx[t]; ok {
-			ts[j].n++
+			ts[j].n += c.n
+			ts[j].first = min(ts[j].first, c.first)
 			continue
 		}
 		idx[t] = len(ts)
-		ts = append(ts, term{t: t, n: 1, first: i})
+		ts = append(ts, term{t: t, n: c.n, first: c.first})
 	}
-	// A stable selection: the order of ts is first appearance.
-	out := make([]string, 0, min(MaxKeyTerms, len(ts)))
-	used := make([]bool, len(ts))
-	for len(out) < MaxKeyTerms && len(out) < len(ts) {
-		best := -1
-		for j := range ts {
-			if !used[j] && (best < 0 || ts[j].n > ts[best].n) {
-				best = j
-			}
+	slices.SortFunc(ts, func(a, b term) int {
+		if a.n != b.n {
+			return b.n - a.n
 		}
-		used[best] = true
-		out = append(out, ts[best].t)
+		return a.first - b.first
+	})
+	out := make([]string, 0, min(MaxKeyTerms, len(ts)))
+	for _, t := range ts[:min(MaxKeyTerms, len(ts))] {
+		out = append(out, t.t)
 	}
 	return out
 }
 
 // summary returns the lead of text: whole sentences while they fit in
-// MaxSummaryRunes, or the first sentence cut on a word boundary.
+// MaxSummaryRunes, or the first sentence cut on a word boundary. It reads
+// the paragraphs one at a time, each cut a little past the longest any
+// decision needs, and stops when the summary is full.
 func summary(text, title string) string {
-	paras := paragraphs(text)
-	if len(paras) > 1 && strings.EqualFold(paras[0], title) && !endsSentence(paras[0]) {
-		paras = paras[1:]
+	// Past the cut, a sentence is longer than the room left (or than the
+	// title, for the comparison with it), with three runes to spare for
+	// the space and capital that end a sentence.
+	pr := paragraphReader{text: text, max: max(MaxSummaryRunes, utf8.RuneCountInString(title)) + 3}
+	p, cut, ok := pr.next()
+	if !ok {
+		return ""
+	}
+	if !cut && strings.EqualFold(p, title) && !endsSentence(p) {
+		if q, qcut, more := pr.next(); more {
+			p, cut = q, qcut
+		}
 	}
 	var b strings.Builder
 	n := 0
-	for _, p := range paras {
-		for _, s := range sentences(p) {
+	for {
+		for s, last := range sentences(p) {
+			// The last sentence of a cut paragraph goes on past the cut:
+			// longer than any room left but the whole summary's.
+			incomplete := cut && last
 			sn := utf8.RuneCountInString(s)
-			if n == 0 && sn > MaxSummaryRunes {
+			if n == 0 && (sn > MaxSummaryRunes || incomplete) {
 				return cutWords(s, MaxSummaryRunes, "…")
 			}
-			if n > 0 && n+1+sn > MaxSummaryRunes {
+			if n > 0 && (n+1+sn > MaxSummaryRunes || incomplete) {
 				return b.String()
 			}
 			if n > 0 {
@@ -230,31 +311,57 @@ func summary(text, title string) string {
 			b.WriteString(s)
 			n += sn
 		}
+		if p, cut, ok = pr.next(); !ok {
+			return b.String()
+		}
 	}
-	return b.String()
 }
 
-// paragraphs splits text on blank lines and collapses the white space of
-// each paragraph.
-func paragraphs(text string) []string {
-	var out []string
-	var cur []string
-	flush := func() {
-		if len(cur) > 0 {
-			out = append(out, strings.Join(cur, " "))
-			cur = cur[:0]
-		}
-	}
-	for line := range strings.Lines(text) {
-		f := strings.Fields(line)
-		if len(f) == 0 {
-			flush()
+// paragraphReader splits text on blank lines and collapses the white space
+// of each paragraph, cut after max runes.
+type paragraphReader struct {
+	text string
+	max  int
+}
+
+func (pr *paragraphReader) next() (p string, cut, ok bool) {
+	var b strings.Builder
+	n := 0
+	for len(pr.text) > 0 {
+		line, rest, _ := strings.Cut(pr.text, "\n")
+		pr.text = rest
+		if strings.TrimSpace(line) == "" {
+			if n > 0 || cut {
+				return b.String(), cut, true
+			}
 			continue
 		}
-		cur = append(cur, f...)
+		if cut {
+			continue // the rest of a paragraph already cut
+		}
+		for f := range strings.FieldsSeq(line) {
+			if n > 0 {
+				if n == pr.max {
+					cut = true
+					break
+				}
+				b.WriteByte(' ')
+				n++
+			}
+			for _, r := range f {
+				if n == pr.max {
+					cut = true
+					break
+				}
+				b.WriteRune(r)
+				n++
+			}
+			if cut {
+				break
+			}
+		}
 	}
-	flush()
-	return out
+	return b.String(), cut, n > 0
 }
 
 func endsSentence(s string) bool {
@@ -263,34 +370,40 @@ func endsSentence(s string) bool {
 	return r == '.' || r == '!' || r == '?' || r == '…' || r == '。'
 }
 
-// sentences splits a paragraph (single-spaced) after . ! ? or …, and any
-// closing quotes or brackets, when a space and then an upper-case letter, a
-// digit or an opening quote or bracket follow.
-func sentences(p string) []string {
-	var out []string
-	start := 0
-	rs := []rune(p)
-	pos := 0 // byte offset of rs[i]
-	for i := 0; i < len(rs); i++ {
-		r := rs[i]
-		size := utf8.RuneLen(r)
-		if r == '.' || r == '!' || r == '?' || r == '…' {
-			j, end := i+1, pos+size
-			for j < len(rs) && strings.ContainsRune(`"'”’»)]`, rs[j]) {
-				end += utf8.RuneLen(rs[j])
-				j++
+// sentences yields the sentences of a paragraph (single-spaced), and
+// whether each is the last: it splits after . ! ? or …, and any closing
+// quotes or brackets, when a space and then an upper-case letter, a digit
+// or an opening quote or bracket follow.
+func sentences(p string) iter.Seq2[string, bool] {
+	return func(yield func(string, bool) bool) {
+		start := 0
+		for i := 0; i < len(p); {
+			r, size := utf8.DecodeRuneInString(p[i:])
+			i += size
+			if r != '.' && r != '!' && r != '?' && r != '…' {
+				continue
 			}
-			if j+1 < len(rs) && rs[j] == ' ' && startsSentence(rs[j+1]) {
-				out = append(out, p[start:end])
-				start = end + 1
+			end := i
+			for end < len(p) {
+				c, size := utf8.DecodeRuneInString(p[end:])
+				if !strings.ContainsRune(`"'”’»)]`, c) {
+					break
+				}
+				end += size
+			}
+			if end+1 < len(p) && p[end] == ' ' {
+				if next, _ := utf8.DecodeRuneInString(p[end+1:]); startsSentence(next) {
+					if !yield(p[start:end], false) {
+						return
+					}
+					start = end + 1
+				}
 			}
 		}
-		pos += size
+		if start < len(p) {
+			yield(p[start:], true)
+		}
 	}
-	if start < len(p) {
-		out = append(out, p[start:])
-	}
-	return out
 }
 
 func startsSentence(r rune) bool {
