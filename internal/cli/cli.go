@@ -100,7 +100,11 @@ func commands() []command {
 				"attempts and backoff. A processed file moves to <data>/processed/; a document\n" +
 				"that fails its last attempt goes to <data>/failed/{source}/{file}/ with\n" +
 				"error.json and metadata.json. Serves GET /api/search?q=, GET\n" +
-				"/api/documents/{id}, POST /api/admin/reindex, /healthz, /readyz and /metrics.\n" +
+				"/api/documents/{id}, /api/status, /metrics, the admin API under /api/admin/,\n" +
+				"the console under /ui/, and /healthz and /readyz (which fails while writes\n" +
+				"fail). Without -admin-token and -read-token every endpoint but /healthz and\n" +
+				"/readyz answers only a loopback Host; with one, the read API takes either\n" +
+				"token, and the admin API the admin token.\n" +
 				"Reconciliation runs daily at 02:00 (-reindex-schedule). Stops on SIGINT or\n" +
 				"SIGTERM, finishing what runs. Several processes on one -store share the work.",
 			setup: setupRun,
@@ -472,7 +476,7 @@ func (c command) writeHelp(w io.Writer, fs *flag.FlagSet) error {
 		if c.env {
 			b.WriteString("\nEach flag can also be set by its WEIR_ variable: -store by WEIR_STORE,\n-llm-url by WEIR_LLM_URL; a flag on the command line wins.\n")
 		}
-		b.WriteString("\nFlags:\n")
+		b.WriteString("\nFlags may come before or after the arguments; -- ends them.\n\nFlags:\n")
 		fs.SetOutput(&b)
 		fs.PrintDefaults()
 		fs.SetOutput(io.Discard)

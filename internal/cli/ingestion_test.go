@@ -56,7 +56,7 @@ func TestIngestSearchStatus(t *testing.T) {
 	want(t, "search with no hit", code, 0, stdout, `no documents match "nothing-matches-this"`)
 
 	code, stdout, stderr = run("status", "-data", data)
-	want(t, "status", code, 0, stdout+stderr, "documents:    saved 2, failed 1", "index:        2 entries", "dead letters: 1")
+	want(t, "status", code, 0, stdout+stderr, "files:        processed 2, failed 1", "documents:    saved 2\n", "index:        2 entries", "dead letters: 1")
 	if _, err := os.Stat(filepath.Join(data, "failed", "home", "notes", "poison.txt", "error.json")); err != nil {
 		t.Fatalf("the poison file's error.json: %v", err)
 	}

@@ -247,7 +247,7 @@ func eachJob(op string, do func(ctx context.Context, ex store.Executor, now time
 				}
 			}
 			if len(errs) > 0 && len(ids) > 1 {
-				return errors.Join(append([]error{fmt.Errorf("%s: %d of %d jobs failed:", op, len(errs), len(ids))}, errs...)...)
+				return errors.Join(append([]error{fmt.Errorf("%s: %d of %d jobs failed", op, len(errs), len(ids))}, errs...)...)
 			}
 			return errors.Join(errs...)
 		})

@@ -119,7 +119,7 @@ func (g group) run(s streams, parent storeFlags, args []string) error {
 
 func (sc subcommand) writeHelp(w io.Writer, fs *flag.FlagSet) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "usage: %s\n\n%s.\n\nThe store flags can also be set by WEIR_STORE, WEIR_SCHEMA and WEIR_DATA;\na flag on the command line wins.\n\nFlags:\n", sc.usage, capitalize(sc.summary))
+	fmt.Fprintf(&b, "usage: %s\n\n%s.\n\nThe store flags can also be set by WEIR_STORE, WEIR_SCHEMA and WEIR_DATA;\na flag on the command line wins. Flags may come before or after the arguments;\n-- ends them.\n\nFlags:\n", sc.usage, capitalize(sc.summary))
 	fs.SetOutput(&b)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)
