@@ -75,6 +75,8 @@ func TestBadCommandLinesExitTwo(t *testing.T) {
 		{[]string{"ingest", "-data", missing, "-timeout", "0s", file}, []string{"-timeout 0s", "positive"}},
 		{[]string{"ingest", "-data", missing, "-workers", "x", file}, []string{"-workers", "want a whole number"}},
 		{[]string{"reindex", "-data", missing, "-backoff", "fast"}, []string{"-backoff", "want a duration"}},
+		{[]string{"ingest", "-data", missing, "-source", "a/b", file}, []string{`-source "a/b"`, "plain folder name"}},
+		{[]string{"ingest", "-data", missing, "-source", "", file}, []string{`-source ""`, "plain folder name"}},
 		{[]string{"migrate", "-data", missing, "-schema", ""}, []string{"-schema is empty"}},
 		{[]string{"run", "-data", missing, "-listen", "nonsense"}, []string{`-listen "nonsense" is not host:port`}},
 		{[]string{"run", "-data", missing, "-listen", "127.0.0.1:http"}, []string{"-listen", "not a number from 0 to 65535"}},
@@ -147,5 +149,26 @@ func TestBadEnvironmentExitsTwo(t *testing.T) {
 	}
 	if _, err := os.Stat(missing); !os.IsNotExist(err) {
 		t.Fatalf("a bad variable let a command make the data directory: %v", err)
+	}
+}
+
+// A usage error about a URL never repeats its password.
+func TestUsageErrorsHideURLPasswords(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing")
+	for _, args := range [][]string{
+		{"run", "-data", missing, "-otlp-endpoint", "ftp://weir:hunter2@collector:4318"},
+		{"run", "-data", missing, "-otlp-endpoint", "http://weir:hunter2@"},
+		{"run", "-data", missing, "-broker", "kafka://weir:hunter2@broker:9092"},
+		{"status", "-data", missing, "-llm-url", "ftp://weir:hunter2@llm/v1"},
+	} {
+		code, stdout, stderr := run(args...)
+		if code != 2 || strings.Contains(stdout+stderr, "hunter2") || !strings.Contains(stderr, "weir:") {
+			t.Errorf("weir %v: exit %d, %q: want 2, the URL with its password masked", args, code, stderr)
+		}
+	}
+	t.Setenv("WEIR_OTLP_ENDPOINT", "ftp://weir:hunter2@collector:4318")
+	code, _, stderr := run("run", "-data", missing)
+	if code != 2 || strings.Contains(stderr, "hunter2") || !strings.Contains(stderr, "WEIR_OTLP_ENDPOINT") {
+		t.Errorf("WEIR_OTLP_ENDPOINT with a password: exit %d, %q", code, stderr)
 	}
 }

@@ -284,6 +284,9 @@ func setupIngest(fs *flag.FlagSet) runFunc {
 		if *timeout <= 0 {
 			return flagError("timeout", "%v: want a positive duration such as 30m", *timeout)
 		}
+		if *source == "" || strings.ContainsAny(*source, `/\`) || strings.HasPrefix(*source, ".") || strings.ContainsFunc(*source, unsafeRune) {
+			return flagError("source", "%q: want a plain folder name under incoming/ (no / or \\, not starting with a dot)", *source)
+		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		f.sweepEvery, f.reindexAt = 500*time.Millisecond, pipeline.NoSchedule

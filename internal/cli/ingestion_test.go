@@ -88,7 +88,7 @@ func TestIngestionCommandsRefuseBadInput(t *testing.T) {
 		{[]string{"search", "-data", missing, "-limit", "0", "x"}, 2, "-limit 0"},
 		{[]string{"ingest", "-data", missing}, 2, "want at least one file or folder"},
 		{[]string{"ingest", "-data", missing, filepath.Join(missing, "nope.txt")}, 1, "no such file"},
-		{[]string{"ingest", "-data", missing, "-source", "../up", "x"}, 1, `source "../up"`},
+		{[]string{"ingest", "-data", missing, "-source", "../up", "x"}, 2, `-source "../up": want a plain folder name`},
 		{[]string{"run", "-data", missing, "-max-attempts", "0"}, 2, "-max-attempts"},
 		{[]string{"run", "-store", "mysql://x/y"}, 2, `unsupported scheme "mysql"`},
 		{[]string{"status", "extra"}, 2, `unexpected argument "extra"`},
