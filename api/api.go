@@ -7,7 +7,7 @@
 //	GET  /api/status                    counts by state, breakers, stuck work, dead letters
 //	*    /api/admin/...                 the admin API (Config.Admin), reindex included
 //	GET  /healthz                       liveness: the process answers
-//	GET  /readyz                        readiness: the database and the index answer
+//	GET  /readyz                        readiness: Service.Ready (weir run: the store and index answer, writes succeed)
 //	GET  /metrics                       Prometheus metrics
 //
 // Every endpoint but /healthz and /readyz is guarded against other sites
