@@ -112,6 +112,9 @@ const (
 	// maxQueued is how many batches Run holds at most: one published, one
 	// waiting to be, one being recorded.
 	maxQueued = 3
+	// declareLogEvery is how many failed declares of Config.Topics, the
+	// broker not connected, make one warning.
+	declareLogEvery = 30
 	// releaseTimeout bounds the write that gives back what a stopping
 	// relay holds.
 	releaseTimeout = 10 * time.Second
@@ -467,11 +470,17 @@ func (r *Relay) declare(ctx context.Context) error {
 			return ctx.Err()
 		}
 		wait := backoff.PollDelay(r.cfg.PollEvery, attempt)
-		if errors.Is(err, broker.ErrNotConnected) {
-			r.log.Warn("outbox: declare the topics: the broker is not connected; will try again", "topics", r.cfg.Topics, "attempt", attempt, "retry_in", wait, "err", err.Error())
-		} else {
-			r.log.Error("outbox: declare the topics; will try again", "topics", r.cfg.Topics, "attempt", attempt, "retry_in", wait, "err", err.Error())
+		// The first failure is a warning (an error if the broker
+		// answered), and then one in declareLogEvery: a broker that
+		// stays down does not fill the log.
+		level := slog.LevelDebug
+		switch {
+		case !errors.Is(err, broker.ErrNotConnected):
+			level = slog.LevelError
+		case attempt%declareLogEvery == 1:
+			level = slog.LevelWarn
 		}
+		r.log.Log(ctx, level, "outbox: declare the topics; will try again", "topics", r.cfg.Topics, "attempt", attempt, "retry_in", wait, "err", err.Error())
 		t := r.cfg.Clock.NewTimer(wait)
 		select {
 		case <-ctx.Done():

@@ -24,6 +24,21 @@
 // Publish fails at once, with a *broker.PublishError, rather than keeping
 // messages in memory. The connection is made again, with backoff (50 ms
 // doubling up to Config.ReconnectWait), for as long as the Broker is open.
+// Without a connection Declare and Publish fail at once, with errors that
+// wrap broker.ErrNotConnected. Open fails when it cannot connect, unless
+// Config.RetryFirstConnect lets it go on connecting in the background (a
+// server that refuses the credentials or the TLS setup still fails it).
+// Connected reports the connection's state (broker.Connectivity), which an
+// outbox relay reads to probe the broker as soon as it is back.
+//
+// # The embedded server
+//
+// OpenEmbedded runs the server in the process, its streams in
+// EmbeddedConfig.Dir, for one process per directory: it locks
+// Dir/weir-embedded.lock (flock, released on Close or when the process
+// dies), and a second OpenEmbedded on the directory, in this process or
+// another, fails with ErrDirInUse. Processes that share a broker need a
+// NATS server of their own, or RabbitMQ.
 //
 // # Consuming
 //

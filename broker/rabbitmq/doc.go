@@ -11,8 +11,9 @@
 //     Config.DeadLetterExchange and x-dead-letter-routing-key = the topic,
 //     and, on RabbitMQ 3.10 or later, x-dead-letter-strategy=at-least-once
 //     with x-overflow=reject-publish (which at-least-once dead-lettering
-//     requires). On an older server those two are left out, and Open logs
-//     that dead-lettering is then at most once;
+//     requires). On an older server those two are left out, and the
+//     Broker logs, at its first connection, that dead-lettering is then
+//     at most once;
 //   - its dead-letter queue, topic+".dlq", a durable quorum queue bound to
 //     the dead-letter exchange (a durable direct exchange, "weir.dlx" by
 //     default) with the topic as the binding key.
@@ -71,4 +72,12 @@
 // the same ids. Consume subscribes again once the connection is back; the
 // deliveries it had not acknowledged come back to the queue when the old
 // channel closes, with their delivery count raised.
+//
+// Open dials once and fails if it cannot, unless Config.RetryFirstConnect
+// is set: then a server that cannot be reached (not one that refuses the
+// credentials) leaves the Broker dialling in the background, and until
+// its first connection Declare and Publish fail at once with errors
+// wrapping broker.ErrNotConnected. Connected reports the publishing
+// connection's state (broker.Connectivity), which an outbox relay reads to
+// probe the broker as soon as it is back.
 package rabbitmq
