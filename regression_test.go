@@ -365,7 +365,10 @@ func TestAttemptAbandonedAtItsDeadlineCannotTouchTheRequeuedJob(t *testing.T) {
 	})
 	j := e.insert(task{}, nil)
 	waitFor(t, func() bool { return started() == 1 })
-	e.advanceState(j.ID, 10*time.Second, weirtype.StateDead, 1)
+	// Steps of RescueEvery: the deadline sweep abandons the job at the
+	// first after the deadline (smaller steps only cost real time, which a
+	// loaded machine may not have).
+	e.advanceState(j.ID, weir.DefaultRescueEvery, weirtype.StateDead, 1)
 	if _, err := e.s.Executor().RequeueDeadLetters(context.Background(), e.fc.Now(), store.DeadLetterFilter{Kind: "task"}); err != nil {
 		t.Fatal(err)
 	}
