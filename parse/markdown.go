@@ -414,6 +414,10 @@ type inliner struct {
 	// The positions of [ ( in s with the position of their closing ] ),
 	// or -1, in order.
 	opens, closes []int32
+	openAt        int // the first of opens at or after the reading
+	// brackets and parens are the [ and ( not yet closed while indexing,
+	// as indexes in opens.
+	brackets, parens []int32
 	// The positions of ], < and > in s, in order.
 	rbrack, lt, gt []int32
 	// ticks is the backtick runs of s by length: their start positions, in
@@ -425,11 +429,22 @@ type inliner struct {
 	scopes []scope
 	stack  []int // the open scopes, innermost last
 	delims []delim
-	drop   []bool
-	res    []byte
-	keys   map[delimKey][]int
-	open   []int
+	// nDelims is the number of *, _ and ~ in s: the most runs there can be.
+	nDelims int
+	drop    []bool
+	res     []byte
+	// open is the stack of open runs of the scope being matched; heads
+	// holds, for each character and length, the last run pushed (runs of
+	// the same character and length are chained through delim.below);
+	// longHeads holds those of runs longer than maxShortRun.
+	open      []int32
+	heads     [3][maxShortRun + 1]int32
+	longHeads map[delimKey]int32
 }
+
+// maxShortRun is the longest run of delimiters whose stack head is kept in
+// an array rather than a map.
+const maxShortRun = 16
 
 // scope is the text of a link (or the line itself), whose emphasis is
 // matched within it. Its text is out[start:end].
@@ -438,17 +453,20 @@ type scope struct {
 	// reading goes on after the link.
 	close, next int
 	start, end  int
-	delims      []int
+	// first and last are its first and last delimiter runs, -1 if none;
+	// its runs are chained through delim.next.
+	first, last int32
 }
 
 // delim is a run of emphasis delimiters in out.
 type delim struct {
-	at, n             int
+	at, n int32
+	// next is the next run of its scope, -1 if none; below the open run of
+	// the same character and length pushed before it; pos its place in
+	// the stack of open runs.
+	next, below, pos  int32
 	c                 byte
 	canOpen, canClose bool
-	removed           bool
-	// pos is its place in the stack of openers while it is open.
-	pos int
 }
 
 type delimKey struct {
@@ -460,14 +478,18 @@ type delimKey struct {
 // of s.
 func (p *inliner) index(s string) {
 	p.s = s
-	p.opens, p.closes = p.opens[:0], p.closes[:0]
+	p.opens, p.closes, p.openAt = p.opens[:0], p.closes[:0], 0
 	p.rbrack, p.lt, p.gt = p.rbrack[:0], p.lt[:0], p.gt[:0]
+	p.nDelims = 0
 	if p.ticks == nil {
 		p.ticks, p.tickAt = make(map[int][]int32), make(map[int]int)
 	}
 	clear(p.ticks)
 	clear(p.tickAt)
-	var brackets, parens []int // the open ones, innermost last: indexes in opens
+	if n := strings.Count(s, "[") + strings.Count(s, "("); n > 0 {
+		p.opens, p.closes = slices.Grow(p.opens, n), slices.Grow(p.closes, n)
+	}
+	brackets, parens := p.brackets[:0], p.parens[:0]
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; c {
 		case '\\':
@@ -475,9 +497,9 @@ func (p *inliner) index(s string) {
 			continue
 		case '[', '(':
 			if c == '[' {
-				brackets = append(brackets, len(p.opens))
+				brackets = append(brackets, int32(len(p.opens)))
 			} else {
-				parens = append(parens, len(p.opens))
+				parens = append(parens, int32(len(p.opens)))
 			}
 			p.opens = append(p.opens, int32(i))
 			p.closes = append(p.closes, -1)
@@ -493,6 +515,7 @@ func (p *inliner) index(s string) {
 			}
 		}
 	}
+	p.brackets, p.parens = brackets, parens
 	// The searches for ], < and > and backtick runs ignore escapes, as the
 	// code-span and autolink syntax do.
 	for i := 0; i < len(s); i++ {
@@ -507,13 +530,22 @@ func (p *inliner) index(s string) {
 			n := run(s, i, '`')
 			p.ticks[n] = append(p.ticks[n], int32(i))
 			i += n - 1
+		case '*', '_', '~':
+			p.nDelims++
 		}
 	}
 }
 
 // closing returns the position of the ] or ) that closes the [ or ( at i,
-// or -1.
+// or -1. The reading asks for the [ it is at, so a cursor that moves with
+// it answers those; a ( further on is searched for.
 func (p *inliner) closing(i int) int {
+	for p.openAt < len(p.opens) && int(p.opens[p.openAt]) < i {
+		p.openAt++
+	}
+	if p.openAt < len(p.opens) && int(p.opens[p.openAt]) == i {
+		return int(p.closes[p.openAt])
+	}
 	k, ok := slices.BinarySearch(p.opens, int32(i))
 	if !ok {
 		return -1
@@ -571,9 +603,9 @@ func (p *inliner) link(i, limit int) (end, next int, ok bool) {
 func (p *inliner) inline(s string) []byte {
 	p.index(s)
 	p.out = p.out[:0]
-	p.scopes = append(p.scopes[:0], scope{close: len(s), next: len(s)})
+	p.scopes = append(p.scopes[:0], scope{close: len(s), next: len(s), first: -1, last: -1})
 	p.stack = append(p.stack[:0], 0)
-	p.delims = p.delims[:0]
+	p.delims = slices.Grow(p.delims[:0], p.nDelims)
 	for i := 0; ; {
 		cur := &p.scopes[p.stack[len(p.stack)-1]]
 		if i >= cur.close {
@@ -705,7 +737,7 @@ func (p *inliner) enter(i, limit int) bool {
 	if !ok {
 		return false
 	}
-	p.scopes = append(p.scopes, scope{close: end, next: next, start: len(p.out)})
+	p.scopes = append(p.scopes, scope{close: end, next: next, start: len(p.out), first: -1, last: -1})
 	p.stack = append(p.stack, len(p.scopes)-1)
 	return true
 }
@@ -715,17 +747,22 @@ func (p *inliner) text(c byte) { p.out = append(p.out, c) }
 
 // delim writes an emphasis character, extending the run it continues.
 func (p *inliner) delim(c byte) {
-	sc := p.stack[len(p.stack)-1]
-	ds := p.scopes[sc].delims
-	if k := len(ds); k > 0 {
-		if d := &p.delims[ds[k-1]]; d.c == c && d.at+d.n == len(p.out) {
+	sc := &p.scopes[p.stack[len(p.stack)-1]]
+	if sc.last >= 0 {
+		if d := &p.delims[sc.last]; d.c == c && int(d.at+d.n) == len(p.out) {
 			d.n++
 			p.out = append(p.out, c)
 			return
 		}
 	}
-	p.scopes[sc].delims = append(ds, len(p.delims))
-	p.delims = append(p.delims, delim{at: len(p.out), n: 1, c: c})
+	k := int32(len(p.delims))
+	p.delims = append(p.delims, delim{at: int32(len(p.out)), n: 1, c: c, next: -1, below: -1})
+	if sc.last >= 0 {
+		p.delims[sc.last].next = k
+	} else {
+		sc.first = k
+	}
+	sc.last = k
 	p.out = append(p.out, c)
 }
 
@@ -738,9 +775,6 @@ func (p *inliner) emphasis() []byte {
 	}
 	p.drop = slices.Grow(p.drop[:0], len(p.out))[:len(p.out)]
 	clear(p.drop)
-	if p.keys == nil {
-		p.keys = make(map[delimKey][]int)
-	}
 	// A link's scope comes after the scope around it: going backwards
 	// reads the inner ones first.
 	for k := len(p.scopes) - 1; k >= 0; k-- {
@@ -759,53 +793,93 @@ func (p *inliner) emphasis() []byte {
 // the nearest open run of the same character and length, and the runs
 // opened after that one can no longer be closed.
 func (p *inliner) match(sc *scope) {
-	clear(p.keys)
+	if sc.first < 0 {
+		return
+	}
+	for i := range p.heads {
+		for j := range p.heads[i] {
+			p.heads[i][j] = -1
+		}
+	}
+	clear(p.longHeads)
 	p.open = p.open[:0]
 	// Which runs can open and close is decided before any is removed.
-	for _, k := range sc.delims {
+	for k := sc.first; k >= 0; k = p.delims[k].next {
 		d := &p.delims[k]
-		prev, next := p.around(sc, d.at, d.at+d.n)
+		prev, next := p.around(sc, int(d.at), int(d.at+d.n))
 		d.canOpen, d.canClose = !unicode.IsSpace(next), !unicode.IsSpace(prev)
 		if d.c == '_' && isWordRune(prev) && isWordRune(next) {
 			d.canOpen, d.canClose = false, false // snake_case
 		}
 	}
-	for _, k := range sc.delims {
+	for k := sc.first; k >= 0; k = p.delims[k].next {
 		d := &p.delims[k]
 		if d.c == '~' && d.n != 2 {
 			continue
 		}
-		key := delimKey{d.c, d.n}
+		head := p.head(d.c, d.n)
 		if d.canClose {
-			st := p.keys[key]
-			for len(st) > 0 {
-				o := &p.delims[st[len(st)-1]]
-				if o.pos < len(p.open) && p.open[o.pos] == st[len(st)-1] {
-					break // still open
+			// Skip the runs of this key that a match below them closed.
+			for o := head; o >= 0; o = p.delims[o].below {
+				if pos := p.delims[o].pos; int(pos) < len(p.open) && p.open[pos] == o {
+					head = o
+					break
 				}
-				st = st[:len(st)-1]
+				head = p.delims[o].below
 			}
-			if len(st) > 0 {
-				o := &p.delims[st[len(st)-1]]
-				o.removed, d.removed = true, true
-				p.open = p.open[:o.pos]
-				p.keys[key] = st[:len(st)-1]
+			if head >= 0 {
+				o := &p.delims[head]
 				for i := o.at; i < o.at+o.n; i++ {
 					p.drop[i] = true
 				}
 				for i := d.at; i < d.at+d.n; i++ {
 					p.drop[i] = true
 				}
+				p.open = p.open[:o.pos]
+				p.setHead(d.c, d.n, o.below)
 				continue
 			}
-			p.keys[key] = st
+			p.setHead(d.c, d.n, -1)
 		}
 		if d.canOpen {
-			d.pos = len(p.open)
+			d.pos = int32(len(p.open))
 			p.open = append(p.open, k)
-			p.keys[key] = append(p.keys[key], k)
+			d.below = head
+			p.setHead(d.c, d.n, k)
 		}
 	}
+}
+
+// head returns the last run pushed of character c and length n, or -1.
+func (p *inliner) head(c byte, n int32) int32 {
+	if n <= maxShortRun {
+		return p.heads[delimIndex(c)][n]
+	}
+	if h, ok := p.longHeads[delimKey{c, int(n)}]; ok {
+		return h
+	}
+	return -1
+}
+
+func (p *inliner) setHead(c byte, n, k int32) {
+	if n <= maxShortRun {
+		p.heads[delimIndex(c)][n] = k
+		return
+	}
+	if p.longHeads == nil {
+		p.longHeads = make(map[delimKey]int32)
+	}
+	p.longHeads[delimKey{c, int(n)}] = k
+}
+
+func delimIndex(c byte) int {
+	switch c {
+	case '*':
+		return 0
+	case '_':
+		return 1
+	}
+	return 2
 }
 
 // around returns the runes before from and after to in the scope's text,

@@ -66,6 +66,7 @@ func TestMarkdownIsLinear(t *testing.T) {
 		if err != nil || len(docs) != 1 {
 			t.Fatalf("%s: %v", c.name, err)
 		}
+		t.Logf("%s: %v", c.name, took)
 		if took > bound {
 			t.Errorf("%s: %d bytes took %v, more than %v", c.name, len(c.src), took, bound)
 		}
