@@ -100,6 +100,7 @@ func checkText(s string) (string, string) {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
+		case c >= 0x20 && c < 0x7f: // printable ASCII, most of any text
 		case c&0xc0 == 0x80: // a continuation byte: not a character
 			continue
 		case c == 0:
@@ -166,12 +167,17 @@ func singleByte(cm *charmap.Charmap, data []byte) string {
 func lfBytes(data []byte) string {
 	var b strings.Builder
 	b.Grow(len(data))
+	valid := utf8.Valid(data)
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\r')
 		if i < 0 {
 			i = len(data)
 		}
-		writeValid(&b, data[:i])
+		if valid {
+			b.Write(data[:i])
+		} else {
+			writeValid(&b, data[:i])
+		}
 		data = data[i:]
 		switch {
 		case len(data) == 0:
