@@ -64,13 +64,14 @@ func TestChaosCatchesAckBeforeCommit(t *testing.T) {
 	const kills = 3
 	// The lost documents never end: the last run is given 20 s, not
 	// minutes, to finish the others.
-	res, logPath, err := runHarness(t, chaos.Config{Where: chaos.Where{Dir: filepath.Join(t.TempDir(), "run")}, Kills: kills,
-		AckBeforeCommit: true, Points: []string{crashpoint.ConsumerAfterEarlyAck}, Finish: 20 * time.Second})
+	cfg := chaos.Config{Where: chaos.Where{Dir: filepath.Join(t.TempDir(), "run")}, Kills: kills,
+		AckBeforeCommit: true, Points: []string{crashpoint.ConsumerAfterEarlyAck}, Finish: 20 * time.Second}
+	res, logPath, err := runHarness(t, &cfg)
 	if err == nil || res.Lost == 0 {
 		if b, rerr := os.ReadFile(logPath); rerr == nil {
 			t.Logf("the workers' output:\n%s", lastLines(string(b), 40))
 		}
-		t.Fatalf("with a consumer that acks before it commits, killed %d times in between, the harness found %v (%v); want documents lost", res.Kills, res, err)
+		t.Fatalf("seed %d: with a consumer that acks before it commits, killed %d times in between, the harness found %v (%v); want documents lost", cfg.Seed, res.Kills, res, err)
 	}
 	unstarted := 0
 	for _, p := range res.Problems {
@@ -79,7 +80,7 @@ func TestChaosCatchesAckBeforeCommit(t *testing.T) {
 		}
 	}
 	if res.Kills != kills || unstarted < kills {
-		t.Fatalf("%v, %d documents never started, after %d kills; want at least one never started per kill:\n%s", res, unstarted, kills, strings.Join(res.Problems, "\n"))
+		t.Fatalf("seed %d: %v, %d documents never started, after %d kills; want at least one never started per kill:\n%s", cfg.Seed, res, unstarted, kills, strings.Join(res.Problems, "\n"))
 	}
 	t.Logf("caught: %v (%d documents never started)", res, unstarted)
 }
@@ -135,7 +136,7 @@ func TestChaosPostgresRestarts(t *testing.T) {
 // runChaos completes cfg with the test's workload, seed, worker and
 // output, and runs it.
 func runChaos(t *testing.T, cfg chaos.Config) {
-	res, logPath, err := runHarness(t, cfg)
+	res, logPath, err := runHarness(t, &cfg)
 	if err != nil {
 		if b, rerr := os.ReadFile(logPath); rerr == nil {
 			t.Logf("the workers' output:\n%s", lastLines(string(b), 40))
@@ -151,7 +152,7 @@ func runChaos(t *testing.T, cfg chaos.Config) {
 // runHarness completes cfg with the test's workload, seed, worker and
 // output, runs it, and returns what it found and where the workers
 // logged.
-func runHarness(t *testing.T, cfg chaos.Config) (chaos.Result, string, error) {
+func runHarness(t *testing.T, cfg *chaos.Config) (chaos.Result, string, error) {
 	cfg.Docs, cfg.Pages, cfg.PoisonEvery = 30, 3, 7
 	if cfg.Finish == 0 {
 		cfg.Finish = 3 * time.Minute
@@ -171,7 +172,7 @@ func runHarness(t *testing.T, cfg chaos.Config) (chaos.Result, string, error) {
 		}
 		return cmd
 	}
-	res, err := chaos.Run(context.Background(), cfg)
+	res, err := chaos.Run(context.Background(), *cfg)
 	return res, logPath, err
 }
 

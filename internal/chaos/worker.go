@@ -68,8 +68,10 @@ func Worker(ctx context.Context, cfg WorkerConfig, logger *slog.Logger) (err err
 	if err := w.checkTopics(); err != nil {
 		return err
 	}
-	d, err := openDB(ctx, w)
-	if err != nil {
+	// The database may be down as the worker starts (a fault of the
+	// harness's, or a restart): each step of the start is tried again.
+	var d *db
+	if err := untilUp(ctx, logger, "open the database", func() (err error) { d, err = openDB(ctx, w); return err }); err != nil {
 		return err
 	}
 	defer d.Close()
@@ -98,10 +100,10 @@ func Worker(ctx context.Context, cfg WorkerConfig, logger *slog.Logger) (err err
 	if err != nil {
 		return err
 	}
-	if _, err := eng.Resume(ctx); err != nil {
+	if err := untilUp(ctx, logger, "resume the workflows", func() error { _, err := eng.Resume(ctx); return err }); err != nil {
 		return err
 	}
-	if err := client.Start(ctx); err != nil {
+	if err := untilUp(ctx, logger, "start the client", func() error { return client.Start(ctx) }); err != nil {
 		return err
 	}
 	defer func() {
@@ -150,6 +152,25 @@ func Worker(ctx context.Context, cfg WorkerConfig, logger *slog.Logger) (err err
 		}
 	}
 	return first
+}
+
+// startTimeout bounds how long a worker's start waits for the database.
+const startTimeout = 30 * time.Second
+
+// untilUp runs step until it succeeds, ctx ends or startTimeout has
+// passed, every 250 ms, and returns its last error.
+func untilUp(ctx context.Context, logger *slog.Logger, what string, step func() error) error {
+	deadline := time.Now().Add(startTimeout)
+	for {
+		err := step()
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		logger.Warn("worker start: "+what+"; trying again", "err", err.Error())
+		if err := sleep(ctx, 250*time.Millisecond); err != nil {
+			return err
+		}
+	}
 }
 
 // openBroker connects to the NATS server of w.NATS or, without one,
