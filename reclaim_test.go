@@ -32,7 +32,7 @@ func TestForeignInsertNeverReclaimsAJobWhoseLeaseIsAlive(t *testing.T) {
 
 	// Past the foreign process's StuckAfter, heartbeats holding the lease.
 	from := e.fc.Now()
-	advanceUntil(t, e.fc, 10*time.Second, func() bool { return e.fc.Now().Sub(from) > weir.DefaultStuckAfter+time.Minute })
+	heartbeatUntil(e, id, from.Add(weir.DefaultStuckAfter+time.Minute))
 	j := e.job(id)
 	if j.State != weirtype.StateRunning || !j.LeaseExpiresAt.After(e.fc.Now()) {
 		t.Fatalf("before the foreign insert the job is %s, lease until %v (now %v): want running, its lease alive", j.State, j.LeaseExpiresAt, e.fc.Now())
@@ -56,8 +56,7 @@ func TestForeignInsertNeverReclaimsAJobWhoseLeaseIsAlive(t *testing.T) {
 		}
 	}
 	// The attempt runs on: a few more heartbeats, then it succeeds.
-	more := e.fc.Now()
-	advanceUntil(t, e.fc, 10*time.Second, func() bool { return e.fc.Now().Sub(more) >= time.Minute })
+	heartbeatUntil(e, id, e.fc.Now().Add(time.Minute))
 	if c := b.cause(1); c != nil {
 		t.Fatalf("the running attempt was cancelled: %v", c)
 	}
@@ -65,6 +64,23 @@ func TestForeignInsertNeverReclaimsAJobWhoseLeaseIsAlive(t *testing.T) {
 	j = e.waitState(id, weirtype.StateCompleted, 1)
 	if b.hasStarted(2) || len(j.Errors) != 0 {
 		t.Fatalf("the job ran again (attempt 2 started: %v), errors %+v", b.hasStarted(2), j.Errors)
+	}
+}
+
+// heartbeatUntil moves e's fake clock to until in steps of half a
+// heartbeat, and after each waits (in real time, with a deadline) for the
+// heartbeats of running job id to have kept up: its lease lasts at least
+// LeaseFor − HeartbeatEvery from now, so no rescue can find it expired,
+// however slowly the machine runs the heartbeat loop.
+func heartbeatUntil(e *env, id int64, until time.Time) {
+	e.t.Helper()
+	const leaseFor, every = weir.DefaultLeaseFor, weir.DefaultLeaseFor / 3
+	for e.fc.Now().Before(until) {
+		e.fc.Advance(min(every/2, until.Sub(e.fc.Now())))
+		waitFor(e.t, func() bool {
+			j := e.job(id)
+			return j.State == weirtype.StateRunning && !j.LeaseExpiresAt.Before(e.fc.Now().Add(leaseFor-every))
+		})
 	}
 }
 
