@@ -1,7 +1,7 @@
 // Package corpusgen writes the sample corpus that ships in the repository's
 // corpus/ directory: about three hundred short plain-text and Markdown
 // documents on eight themes (a few in French and German), two mailing-list
-// archives in mboxrd format, and four poison files the extractor must
+// archives in mboxrd format, and four poison files ingestion must
 // refuse.
 //
 // The text is built from sentence templates and word banks written into
@@ -46,7 +46,7 @@ const (
 	KindText     Kind = "text"     // a .txt document
 	KindMarkdown Kind = "markdown" // a .md document
 	KindMbox     Kind = "mbox"     // an mboxrd archive, one document per message
-	KindPoison   Kind = "poison"   // a file the extractor must refuse
+	KindPoison   Kind = "poison"   // a file ingestion must refuse
 )
 
 // File is one file of the corpus.
@@ -67,8 +67,8 @@ type File struct {
 	// headers in order.
 	Messages   int      `json:"messages,omitempty"`
 	MessageIDs []string `json:"message_ids,omitempty"`
-	// Rule is the extraction rule a poison file breaks (RuleNUL,
-	// RuleInvalidUTF8 or RuleNoWords), Reason says how.
+	// Rule is the rule a poison file breaks (RuleNUL, RuleControl or
+	// RuleNoWords), Reason says how.
 	Rule   string `json:"rule,omitempty"`
 	Reason string `json:"reason,omitempty"`
 }
@@ -424,7 +424,7 @@ func readme(seed uint64, docs []doc) doc {
 	p("- `articles/`: Markdown articles with headings, lists, emphasis and links.\n")
 	p("- `recipes/`: bread baking, as plain-text notes and Markdown recipes.\n")
 	p("- `lists/`: two mailing-list archives, one document per message.\n")
-	p("- `poison/`: files the extractor must refuse, one per rule.\n\n")
+	p("- `poison/`: files ingestion must refuse, one per rule.\n\n")
 	para("The documents are on eight themes: %s. Each is %d to %d words long; %d are in French and %d in German, "+
 		"the rest in English. The files other than this README and MANIFEST.json come to %d bytes.",
 		strings.Join(names, ", "), minWords, maxWords, langs["fr"], langs["de"], t.Bytes)
@@ -472,7 +472,8 @@ func readme(seed uint64, docs []doc) doc {
 		"one sender's name is an RFC 2047 encoded word.")
 
 	p("## Poison files\n\n")
-	para("The extractor refuses text that contains NUL bytes, text that is not valid UTF-8 and text with no words at all. " +
+	para("The parser refuses binary data (a NUL byte, or more than one control character in twenty; text in another " +
+		"encoding than UTF-8 is read as Windows-1252), and the extractor text with no words at all. " +
 		"Each of these files breaks one of those rules, and none should become a searchable document:")
 	p("| file | rule | why |\n|---|---|---|\n")
 	for _, d := range docs {

@@ -5,15 +5,18 @@ import (
 	"hash/crc32"
 )
 
-// The extractor's rules a poison file breaks, as Manifest names them.
+// The rules a poison file breaks, as Manifest names them: the parser
+// refuses binary data (a NUL byte, or more than one control character in
+// twenty), the extractor text without words.
 const (
-	RuleNUL         = "nul-bytes"    // the text contains NUL bytes
-	RuleInvalidUTF8 = "invalid-utf8" // the text is not valid UTF-8
-	RuleNoWords     = "no-words"     // the text has no words at all
+	RuleNUL     = "nul-bytes"          // the file contains NUL bytes
+	RuleControl = "control-characters" // more than one character in twenty is a control character
+	RuleNoWords = "no-words"           // the text has no words at all
 )
 
-// poison makes the files the extractor must refuse, each breaking one rule
-// (the mislabelled image, being binary, is not valid UTF-8 either).
+// poison makes the files ingestion must refuse, each breaking one rule.
+// (Text that is not UTF-8 is no longer one: the parser reads it as
+// Windows-1252.)
 func (g *generator) poison() []doc {
 	mk := func(path, rule, reason string, data []byte) doc {
 		return doc{File: File{Path: path, Kind: KindPoison, Rule: rule, Reason: reason}, data: data}
@@ -21,8 +24,8 @@ func (g *generator) poison() []doc {
 	return []doc{
 		mk("poison/scan-0001.txt", RuleNUL,
 			"binary data with NUL bytes: a PNG image saved under a .txt name", g.png()),
-		mk("poison/latin1-garbage.txt", RuleInvalidUTF8,
-			"French text encoded as ISO-8859-1, which is not valid UTF-8", latin1(latin1Text)),
+		mk("poison/terminal-capture.txt", RuleControl,
+			"a terminal session recorded with its backspaces, bells and shift codes: binary data without a NUL byte", terminalCapture()),
 		mk("poison/empty.md", RuleNoWords,
 			"only blank lines, spaces and a tab: no words", []byte("\n   \n\t\n\n")),
 		mk("poison/punctuation.txt", RuleNoWords,
@@ -57,25 +60,24 @@ func (g *generator) png() []byte {
 	return out
 }
 
-const latin1Text = `Recettes de la grand-mère
-
-Crème brûlée à la façon de la Côte-d'Or : faites chauffer le lait et la
-crème, ajoutez la vanille, puis versez sur les jaunes d'oeufs battus avec
-le sucre. Faites cuire à four doux. Au moment de servir, saupoudrez de
-cassonade et caramélisez. Déjà, l'été dernier, nous en avions préparé
-pour la fête du village ; les enfants ont adoré.
-`
-
-// latin1 encodes s, whose runes are all below U+0100, as ISO-8859-1.
-func latin1(s string) []byte {
-	out := make([]byte, 0, len(s))
-	for _, r := range s {
-		if r > 0xFF {
-			r = '?'
+// terminalCapture is a terminal session as a recorder keeps it: every
+// keystroke, the backspaces that undo typing mistakes, the bells of
+// completions that failed, the shift codes of a line-drawing program.
+func terminalCapture() []byte {
+	cmds := []string{"tail -f /var/log/syslog", "cd /srv/gauges", "ls -l", "grep level readings.csv", "vi notes.txt", "exit"}
+	var b []byte
+	for _, c := range cmds {
+		b = append(b, "$ "...)
+		// A mistyped start, erased, then the command and a failed
+		// completion.
+		b = append(b, c[:min(4, len(c))]...)
+		for range min(4, len(c)) {
+			b = append(b, '\b')
 		}
-		out = append(out, byte(r))
+		b = append(b, c...)
+		b = append(b, '\a', '\a', 0x0e, 'q', 'q', 'x', 0x0f, 0x7f, '\n')
 	}
-	return out
+	return b
 }
 
 const punctuationText = `--- *** !!! ??? ... ### $$$ %%% ^^^ &&& ((( ))) ~~~
