@@ -89,8 +89,8 @@ func TestRetryAfterBeyondWhatTheJobMayWaitAbandonsAtOnce(t *testing.T) {
 		reason weirtype.AbandonReason
 		msg    string
 	}{
-		{"past the default MaxRetryAfter", weir.KindConfig{}, "25h", weirtype.AbandonPermanent, "exceeds the kind's MaxRetryAfter of 24h0m0s"},
-		{"past a kind's MaxRetryAfter", weir.KindConfig{MaxRetryAfter: time.Hour}, "61m", weirtype.AbandonPermanent, "exceeds the kind's MaxRetryAfter of 1h0m0s"},
+		{"past the default MaxRetryAfter", weir.KindConfig{}, "25h", weirtype.AbandonRetryAfterLimit, "exceeds the kind's MaxRetryAfter of 24h0m0s"},
+		{"past a kind's MaxRetryAfter", weir.KindConfig{MaxRetryAfter: time.Hour}, "61m", weirtype.AbandonRetryAfterLimit, "exceeds the kind's MaxRetryAfter of 1h0m0s"},
 		{"past the TTL", weir.KindConfig{TTL: time.Hour}, "2h", weirtype.AbandonTTL, "429 too many requests"},
 		{"past the deadline", weir.KindConfig{SLA: time.Hour}, "2h", weirtype.AbandonDeadline, "429 too many requests"},
 	} {

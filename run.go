@@ -471,12 +471,9 @@ func retryDelay(reg *registration, j *weirtype.Job, err error) (delay, hint time
 }
 
 // abandonRetryAfterLimit is the reason a job is abandoned with when its
-// error's retry-after hint is longer than KindConfig.MaxRetryAfter. It is
-// to be weirtype.AbandonRetryAfterLimit, but the dead-letter tables of both
-// stores refuse that reason (the CHECK of their reason column) until a
-// migration widens it; meanwhile such a job is abandoned as non_retryable,
-// its error naming the hint and the limit.
-const abandonRetryAfterLimit = weirtype.AbandonPermanent
+// error's retry-after hint is longer than KindConfig.MaxRetryAfter; its
+// error names the hint and the limit.
+const abandonRetryAfterLimit = weirtype.AbandonRetryAfterLimit
 
 // abandon sends j to the dead-letter store without running it.
 func (c *Client) abandon(log *slog.Logger, j *weirtype.Job, lease store.Lease, reason weirtype.AbandonReason, errType, msg string) {

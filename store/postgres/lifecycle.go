@@ -287,16 +287,8 @@ func checkLeaseFor(op string, d time.Duration) error {
 }
 
 // knownReason reports whether r is an abandon reason the dead letters'
-// table can hold (its CHECK constraint, migration 0002): weirtype's
-// reasons but retry_after_exceeds_limit, which needs a migration that
-// widens the constraint.
-func knownReason(r weirtype.AbandonReason) bool {
-	switch r {
-	case weirtype.AbandonMaxAttempts, weirtype.AbandonTTL, weirtype.AbandonPermanent, weirtype.AbandonDeadline:
-		return true
-	}
-	return false
-}
+// table can hold (its CHECK constraint, migrations 0002 and 0010).
+func knownReason(r weirtype.AbandonReason) bool { return r.Valid() }
 
 // micro is t in UTC, to the microsecond PostgreSQL keeps (rounded down, as
 // pgx sends it).

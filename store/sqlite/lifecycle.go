@@ -473,8 +473,7 @@ func checkFail(p store.FailParams) error {
 // migration 0002): weirtype's reasons but retry_after_exceeds_limit, which
 // needs a migration that widens the constraint.
 func checkReason(r weirtype.AbandonReason) error {
-	switch r {
-	case weirtype.AbandonMaxAttempts, weirtype.AbandonTTL, weirtype.AbandonPermanent, weirtype.AbandonDeadline:
+	if r.Valid() {
 		return nil
 	}
 	return fmt.Errorf("%w: abandon reason %q is unknown", store.ErrInvalid, r)

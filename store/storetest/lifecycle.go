@@ -25,6 +25,7 @@ func lifecycleCases() []suiteCase {
 		{"CompleteManyReportsTheLost", testCompleteMany},
 		{"FailSchedulesARetry", testFailRetry},
 		{"FailAbandonsToDeadLetters", testFailAbandon},
+		{"FailAbandonsForEveryReason", testFailEveryReason},
 		{"SnoozeGivesTheAttemptBack", testSnooze},
 		{"Cancel", testCancel},
 		{"RescueExpiredLeases", testRescueExpired},
@@ -361,6 +362,31 @@ func testFailAbandon(t *testing.T, h Harness) {
 	// The dead job's key still absorbs a re-fired event.
 	if r := insertOne(t, ex, now.Add(time.Hour), store.InsertParams{Kind: "extract", IdempotencyKey: "doc-7"}); r.Outcome != weirtype.DuplicateFinal {
 		t.Fatalf("insert of a dead job's key: %s, want duplicate_final", r.Outcome)
+	}
+}
+
+// Every abandon reason weirtype knows can be stored and filtered on: the
+// dead letters' table was made with a closed list of reasons, which a new
+// reason must be added to by a migration.
+func testFailEveryReason(t *testing.T, h Harness) {
+	s := migrated(t, h)
+	ex := s.Executor()
+	ctx := context.Background()
+	for i, reason := range weirtype.AbandonReasons() {
+		j := claimOne(t, ex, store.InsertParams{Kind: "k", IdempotencyKey: fmt.Sprintf("reason-%d", i)}, "w1")
+		e := weirtype.AttemptError{Attempt: 1, At: now, Message: string(reason), Type: "test"}
+		if _, err := ex.Fail(ctx, store.FailParams{Now: now, Lease: store.LeaseOf(j), Error: e, Abandon: reason}); err != nil {
+			t.Fatalf("abandon for %q: %v", reason, err)
+		}
+		dls, err := ex.ListDeadLetters(ctx, store.DeadLetterFilter{Reason: reason})
+		if err != nil || len(dls) != 1 || dls[0].JobID != j.ID || dls[0].Reason != reason {
+			t.Fatalf("dead letters of reason %q: %v, %v; want job %d's", reason, dls, err, j.ID)
+		}
+	}
+	j := claimOne(t, ex, store.InsertParams{Kind: "k", IdempotencyKey: "unknown"}, "w1")
+	_, err := ex.Fail(ctx, store.FailParams{Now: now, Lease: store.LeaseOf(j), Error: weirtype.AttemptError{Attempt: 1, At: now}, Abandon: "no_such_reason"})
+	if !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("abandon for an unknown reason: %v, want ErrInvalid", err)
 	}
 }
 
