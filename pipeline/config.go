@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -24,14 +23,27 @@ type Stage struct {
 	// Backoff spaces the attempts. Default: exponential from 5 s, doubling
 	// to 5 min, ±20% jitter.
 	Backoff backoff.Backoff
-	// Timeout bounds one attempt. Default 2 min.
+	// Timeout bounds one attempt: its context ends then, and an attempt
+	// that has not returned is abandoned as failed (a parse that runs out
+	// of time fails for good, as poison: it would again). Default per
+	// stage: DefaultParseTimeout, DefaultExtractTimeout,
+	// DefaultSaveTimeout, DefaultIndexTimeout.
 	Timeout time.Duration
 }
 
 // Defaults of Config.
 const (
-	DefaultMaxAttempts     = 3
-	DefaultStageTimeout    = 2 * time.Minute
+	DefaultMaxAttempts = 3
+	// The stages' time limits: parse and extract are bounded by the file
+	// size limit, save and index are a few statements; an LLM extractor
+	// may wait on its endpoint.
+	DefaultParseTimeout   = time.Minute
+	DefaultExtractTimeout = 2 * time.Minute
+	DefaultSaveTimeout    = 30 * time.Second
+	DefaultIndexTimeout   = time.Minute
+	// DefaultMaxFileSize is the largest file the service reads: 32 MiB.
+	DefaultMaxFileSize int64 = 32 << 20
+
 	DefaultWatchEvery      = time.Second
 	DefaultSweepEvery      = 5 * time.Second
 	DefaultWorkers         = 4
@@ -60,8 +72,15 @@ type Config struct {
 	// ExtractorName is what the extractor is, for status ("local",
 	// "llm"). Default "local".
 	ExtractorName string
-	// ID is this process's worker id; keep it stable across restarts.
-	// Default hostname-pid.
+	// ID is this process's worker id: a process restarted with the id of
+	// a run that died takes back at once the jobs that run left running,
+	// instead of waiting for their leases (a minute) to expire. Keep it
+	// stable across restarts, and unique among the processes sharing the
+	// store. Default: "{hostname}-{hash}-{slot}", stable for a data
+	// directory on one host: hash is 8 hex digits of SHA-256 of the data
+	// directory's absolute path, slot the lowest number free among the
+	// processes running on that directory, held by a file lock in
+	// DataDir/workers/ until Stop (see Service.ID).
 	ID string
 	// Workers is how many jobs run at once. Default 4.
 	Workers int
@@ -82,6 +101,12 @@ type Config struct {
 	// each saved or failed document adds an Event to the outbox in its
 	// transaction, for a relay to publish. Default none: no events.
 	EventsTopic string
+	// MaxFileSize is the size of the largest file the service reads, in
+	// bytes: a larger file fails at once, as poison, with its size and
+	// the limit as its reason, without being read into memory (it is
+	// read a block at a time for its ETag). Default 32 MiB
+	// (DefaultMaxFileSize).
+	MaxFileSize int64
 	// PollEvery is the job engine's poll interval. Default 200 ms.
 	PollEvery time.Duration
 	// Clock and Logger. Defaults clock.Real and slog.Default().
@@ -103,15 +128,11 @@ func (c Config) withDefaults() (Config, error) {
 		return c, errors.New("pipeline: Config.Index is required")
 	case c.Extractor == nil:
 		return c, errors.New("pipeline: Config.Extractor is required")
-	case c.Workers < 0, c.WatchEvery < 0, c.SweepEvery < 0, c.ReindexBatch < 0, c.PollEvery < 0:
-		return c, errors.New("pipeline: Config: Workers, WatchEvery, SweepEvery, ReindexBatch and PollEvery must not be negative")
+	case c.Workers < 0, c.WatchEvery < 0, c.SweepEvery < 0, c.ReindexBatch < 0, c.PollEvery < 0, c.MaxFileSize < 0:
+		return c, errors.New("pipeline: Config: Workers, WatchEvery, SweepEvery, ReindexBatch, PollEvery and MaxFileSize must not be negative")
 	}
 	if c.ExtractorName == "" {
 		c.ExtractorName = "local"
-	}
-	if c.ID == "" {
-		host, _ := os.Hostname()
-		c.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
 	def := func(v *int, d int) {
 		if *v == 0 {
@@ -128,6 +149,9 @@ func (c Config) withDefaults() (Config, error) {
 	defd(&c.WatchEvery, DefaultWatchEvery)
 	defd(&c.SweepEvery, DefaultSweepEvery)
 	defd(&c.PollEvery, 200*time.Millisecond)
+	if c.MaxFileSize == 0 {
+		c.MaxFileSize = DefaultMaxFileSize
+	}
 	if c.ReindexSchedule == "" {
 		c.ReindexSchedule = DefaultReindexSchedule
 	}
@@ -136,12 +160,15 @@ func (c Config) withDefaults() (Config, error) {
 	} else if _, err := schedule.Parse(c.ReindexSchedule); err != nil {
 		return c, fmt.Errorf("pipeline: Config.ReindexSchedule: %w", err)
 	}
-	for _, st := range []*Stage{&c.Parse, &c.Extract, &c.Save, &c.IndexStage} {
+	for _, st := range []struct {
+		*Stage
+		timeout time.Duration
+	}{{&c.Parse, DefaultParseTimeout}, {&c.Extract, DefaultExtractTimeout}, {&c.Save, DefaultSaveTimeout}, {&c.IndexStage, DefaultIndexTimeout}} {
 		if st.MaxAttempts < 0 || st.Timeout < 0 {
 			return c, errors.New("pipeline: a stage's MaxAttempts and Timeout must not be negative")
 		}
 		def(&st.MaxAttempts, DefaultMaxAttempts)
-		defd(&st.Timeout, DefaultStageTimeout)
+		defd(&st.Timeout, st.timeout)
 		if st.Backoff == (backoff.Backoff{}) {
 			st.Backoff = DefaultBackoff
 		}

@@ -19,6 +19,8 @@ var ErrNotFound = errors.New("pipeline: not found")
 type Document struct {
 	ID     string `json:"id"`
 	FileID string `json:"file_id"`
+	// ID is DocumentID of the document's path and key: the same for
+	// every version of its file. FileID is the version it holds now.
 	// Key is the document's place in its file: "" for a file of one
 	// document, "#n" for an archive's nth message.
 	Key       string            `json:"key,omitempty"`
@@ -38,6 +40,10 @@ type Document struct {
 	IndexError string    `json:"index_error,omitempty"`
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
+
+	// version is the change time of the file version the document holds
+	// (see Schema).
+	version int64
 }
 
 // dbHandle runs the service's statements.
@@ -47,7 +53,7 @@ func micros(t time.Time) int64 { return t.UnixMicro() }
 
 func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
-const documentColumns = `id, file_id, key, source, path, status, title, body, meta, language, word_count, key_terms, summary, extractor, index_error, created_at, updated_at`
+const documentColumns = `id, file_id, key, source, path, status, title, body, meta, language, word_count, key_terms, summary, extractor, index_error, created_at, updated_at, version`
 
 func scanDocument(row appdb.Row) (Document, error) {
 	var (
@@ -56,7 +62,7 @@ func scanDocument(row appdb.Row) (Document, error) {
 		created, updat int64
 	)
 	err := row.Scan(&d.ID, &d.FileID, &d.Key, &d.Source, &d.Path, &d.Status, &d.Title, &d.Body, &meta,
-		&d.Language, &d.WordCount, &terms, &d.Summary, &d.Extractor, &d.IndexError, &created, &updat)
+		&d.Language, &d.WordCount, &terms, &d.Summary, &d.Extractor, &d.IndexError, &created, &updat, &d.version)
 	if err != nil {
 		return Document{}, err
 	}
@@ -79,16 +85,18 @@ func (h dbHandle) document(ctx context.Context, id string) (Document, error) {
 	return d, err
 }
 
-// fileRow is a file of incoming/ as weir_files keeps it.
+// fileRow is a version of a file of incoming/ as weir_files keeps it.
 type fileRow struct {
 	ID, Path, Source, ETag, Format, Status string
 	Documents                              int
+	// Version and Job order the versions of a path (see Schema).
+	Version, Job int64
 }
 
 func (h dbHandle) file(ctx context.Context, id string) (fileRow, error) {
 	var f fileRow
-	err := h.SQL.QueryRowContext(ctx, `SELECT id, path, source, etag, format, status, documents FROM weir_files WHERE id = $1`, id).
-		Scan(&f.ID, &f.Path, &f.Source, &f.ETag, &f.Format, &f.Status, &f.Documents)
+	err := h.SQL.QueryRowContext(ctx, `SELECT id, path, source, etag, format, status, documents, version, job FROM weir_files WHERE id = $1`, id).
+		Scan(&f.ID, &f.Path, &f.Source, &f.ETag, &f.Format, &f.Status, &f.Documents, &f.Version, &f.Job)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fileRow{}, fmt.Errorf("file %s: %w", id, ErrNotFound)
 	}
@@ -123,4 +131,15 @@ func (h dbHandle) count(ctx context.Context, query string, args ...any) (int, er
 	var n int
 	err := h.SQL.QueryRowContext(ctx, query, args...).Scan(&n)
 	return n, err
+}
+
+// replaced reports whether a newer version of f's path than f has been
+// parsed (f superseded, or a newer one recorded).
+func (h dbHandle) replaced(ctx context.Context, f fileRow) (bool, error) {
+	if f.Status == fileSuperseded {
+		return true, nil
+	}
+	n, err := h.count(ctx, `SELECT count(*) FROM weir_files WHERE path = $1 AND id <> $2 AND documents > 0
+		AND (version > $3 OR (version = $3 AND job > $4))`, f.Path, f.ID, f.Version, f.Job)
+	return n > 0, err
 }

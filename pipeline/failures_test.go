@@ -57,7 +57,7 @@ func TestSaveFailsRetriesThenDeadLetters(t *testing.T) {
 	good := readCorpus(t, "notes/chess-the-kings-gambit.txt")
 	drop(t, h.dir, "failsave.txt", bad)
 	drop(t, h.dir, "ok.txt", good)
-	id := pipeline.FileID("failsave.txt", pipeline.ETag(bad))
+	id := pipeline.DocumentID("failsave.txt", "")
 	h.start()
 
 	// The first attempt failed: the document waits out the backoff, its
@@ -93,7 +93,7 @@ func TestSaveFailsRetriesThenDeadLetters(t *testing.T) {
 	if want := []string{"error.json", "failsave.txt", "metadata.json"}; !slices.Equal(f.files, want) {
 		t.Errorf("failed/default/failsave.txt holds %v, want %v", f.files, want)
 	}
-	if f.err.Attempts != 2 || f.err.JobID != dls[0].JobID || !strings.Contains(f.err.LastError, "injected") || f.meta.Stage != pipeline.KindSave || len(f.meta.Errors) != 2 {
+	if f.err.Attempts != 2 || f.err.EngineJobID != dls[0].JobID || f.err.JobID != pipeline.FileID("failsave.txt", pipeline.ETag(bad)) || !strings.Contains(f.err.LastError, "injected") || f.meta.Stage != pipeline.KindSave || len(f.meta.Errors) != 2 {
 		t.Errorf("error.json = %+v, metadata stage %s with %d errors; want the save job's 2 attempts", f.err, f.meta.Stage, len(f.meta.Errors))
 	}
 	if exists(incoming) {
@@ -128,7 +128,7 @@ func TestMoveFailsSweepMovesLater(t *testing.T) {
 	content := readCorpus(t, "notes/chess-doubled-pawns.txt")
 	const rel = "blocked/pawns.txt"
 	drop(t, h.dir, rel, content)
-	id := pipeline.FileID(rel, pipeline.ETag(content))
+	id := pipeline.DocumentID(rel, "")
 	h.start()
 	waitFor(t, "the document to be saved and indexed", waitTimeout, func() (bool, string) {
 		n := count(t, h.db, `SELECT count(*) FROM weir_documents WHERE status = 'saved' AND indexed_at > 0`)
@@ -320,7 +320,7 @@ func TestBreakerOpenSnoozesExtract(t *testing.T) {
 	})
 	content := readCorpus(t, "notes/chess-doubled-pawns.txt")
 	drop(t, h.dir, "pawns.txt", content)
-	id := pipeline.FileID("pawns.txt", pipeline.ETag(content))
+	id := pipeline.DocumentID("pawns.txt", "")
 	h.start()
 	waitFor(t, "the document to be saved and indexed", waitTimeout, func() (bool, string) { return settled(t, h.db, 1) })
 

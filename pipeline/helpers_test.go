@@ -16,6 +16,7 @@ import (
 
 	"github.com/weirhq/weir/extract"
 	"github.com/weirhq/weir/internal/appdb"
+	"github.com/weirhq/weir/internal/testenv"
 	"github.com/weirhq/weir/pipeline"
 	"github.com/weirhq/weir/resilience/backoff"
 	"github.com/weirhq/weir/search/fts"
@@ -50,6 +51,36 @@ func newHarness(t *testing.T, mod func(*pipeline.Config)) *harness {
 	root := t.TempDir()
 	h := &harness{t: t, root: root, dir: filepath.Join(root, "data"), logs: newLogBuffer(t)}
 	h.db = openSQLite(t, filepath.Join(root, "weir.db"))
+	h.ix = openIndex(t, filepath.Join(root, "index.db"))
+	h.svc = h.newService(mod)
+	return h
+}
+
+// stores are the stores a test runs on: the embedded SQLite file, and
+// PostgreSQL (skipped loudly without it, failed under
+// WEIR_REQUIRE_SERVICES=1).
+var stores = []string{"sqlite", "postgres"}
+
+// newHarnessOn is newHarness on the store named kind: "sqlite", or
+// "postgres" in a schema of the test's own.
+func newHarnessOn(t *testing.T, kind string, mod func(*pipeline.Config)) *harness {
+	t.Helper()
+	if kind == "sqlite" {
+		return newHarness(t, mod)
+	}
+	raw := testenv.Postgres(t)
+	root := t.TempDir()
+	h := &harness{t: t, root: root, dir: filepath.Join(root, "data"), logs: newLogBuffer(t)}
+	db, err := appdb.Open(context.Background(), appdb.Config{URL: raw, Schema: ownSchema(t, raw), MaxConns: 8})
+	if err != nil {
+		t.Fatalf("appdb.Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			t.Errorf("close the store: %v", err)
+		}
+	})
+	h.db = db
 	h.ix = openIndex(t, filepath.Join(root, "index.db"))
 	h.svc = h.newService(mod)
 	return h
@@ -319,7 +350,7 @@ func docIDs(t *testing.T, db *appdb.DB, status string) []string {
 // nothing left to do with them.
 func settled(t *testing.T, db *appdb.DB, files int) (bool, string) {
 	t.Helper()
-	done := count(t, db, `SELECT count(*) FROM weir_files WHERE status IN ('processed', 'failed')`)
+	done := count(t, db, `SELECT count(*) FROM weir_files WHERE status IN ('processed', 'failed', 'superseded')`)
 	waiting := count(t, db, `SELECT count(*) FROM weir_documents WHERE status = 'parsed'
 		OR (status = 'saved' AND indexed_at = 0 AND index_error = '')`)
 	return done == files && waiting == 0, fmt.Sprintf("%d of %d files ended, %d documents wait", done, files, waiting)

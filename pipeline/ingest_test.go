@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirhq/weir/extract"
+	"github.com/weirhq/weir/parse"
 	"github.com/weirhq/weir/pipeline"
 	"github.com/weirhq/weir/weirtype"
 )
@@ -82,8 +85,8 @@ func TestIngestHappyPath(t *testing.T) {
 			}
 			continue
 		}
-		if len(docs) != 1 || docs[0].ID != fileID || docs[0].Key != "" {
-			t.Errorf("%s: documents %+v, want one whose id is the file's id %s", rel, docs, fileID)
+		if len(docs) != 1 || docs[0].ID != pipeline.DocumentID(rel, "") || docs[0].FileID != fileID || docs[0].Key != "" {
+			t.Errorf("%s: documents %+v, want one whose id is DocumentID of its path, of file %s", rel, docs, fileID)
 		}
 	}
 	if n, err := h.ix.Count(ctx); err != nil || n != wantDocs {
@@ -98,7 +101,7 @@ func TestIngestHappyPath(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Search(%q): %v", query, err)
 		}
-		wantID := pipeline.FileID(want, pipeline.ETag(content[want]))
+		wantID := pipeline.DocumentID(want, "")
 		found := false
 		for _, hit := range hits {
 			found = found || hit.ID == wantID
@@ -211,8 +214,8 @@ func TestSameFileMakesOneJob(t *testing.T) {
 				t.Errorf("parse job %d: %s after %d attempts, want completed after 1", j.ID, j.State, j.Attempt)
 			}
 		}
-		if n := count(t, h.db, `SELECT count(*) FROM weir_documents`); n != files {
-			t.Errorf("%d documents, want %d", n, files)
+		if n := count(t, h.db, `SELECT count(*) FROM weir_documents`); n != 1 {
+			t.Errorf("%d documents, want 1: every version of a path is one document", n)
 		}
 		for _, kind := range []string{pipeline.KindExtract, pipeline.KindSave, pipeline.KindIndex} {
 			if n := len(jobsOf(t, h.db, kind)); n != files {
@@ -224,8 +227,8 @@ func TestSameFileMakesOneJob(t *testing.T) {
 	if j := jobsOf(t, h.db, pipeline.KindParse); len(j) == 1 && j[0].IdempotencyKey != id {
 		t.Errorf("the parse job's idempotency key is %s, want the file id %s", j[0].IdempotencyKey, id)
 	}
-	if _, err := h.svc.Document(ctx, id); err != nil {
-		t.Errorf("Document(file id): %v", err)
+	if d, err := h.svc.Document(ctx, pipeline.DocumentID(rel, "")); err != nil || d.FileID != id {
+		t.Errorf("Document = file %s, %v; want the file %s", d.FileID, err, id)
 	}
 
 	// The same content copied in again after it was processed changes
@@ -244,13 +247,14 @@ func TestSameFileMakesOneJob(t *testing.T) {
 		t.Errorf("processed/ holds %v, want %s once", got, rel)
 	}
 
-	// A change of content is another file.
+	// A change of content is another version of the file: a job of its
+	// own, whose document replaces the first version's.
 	drop(t, h.dir, rel, changed)
 	waitFor(t, "the changed file to be processed", waitTimeout, func() (bool, string) { return settled(t, h.db, 2) })
 	checkOneJobEach(2)
 	newID := pipeline.FileID(rel, pipeline.ETag(changed))
-	if d, err := h.svc.Document(ctx, newID); err != nil || d.Status != "saved" {
-		t.Errorf("Document(new file id) = %+v, %v; want it saved", d, err)
+	if d, err := h.svc.Document(ctx, pipeline.DocumentID(rel, "")); err != nil || d.Status != "saved" || d.FileID != newID {
+		t.Errorf("Document = %+v, %v; want it saved, of the new version %s", d, err, newID)
 	}
 	if b, err := os.ReadFile(filepath.Join(h.dir, pipeline.ProcessedDir, rel)); err != nil || !bytes.Equal(b, changed) {
 		t.Errorf("processed/%s does not hold the new content (%v)", rel, err)
@@ -301,51 +305,100 @@ func readFailure(t *testing.T, dir string) failure {
 	return f
 }
 
+// refusal is how the service must refuse the document d of a file: at the
+// stage named stage, with an error holding reason; "" when the document is
+// not poison. The parser refuses what it cannot read; the extractor what
+// is not text (the service's own check of what SQL can hold, run before
+// the extractor, names the same problems the same way).
+func refusal(t *testing.T, d parse.Doc) (stage, reason string) {
+	t.Helper()
+	_, err := extract.NewLocal().Extract(context.Background(), extract.Input{Title: d.Title, Text: d.Text})
+	var nt *extract.NotTextError
+	if errors.As(err, &nt) {
+		return pipeline.KindExtract, nt.Reason
+	}
+	if err != nil {
+		t.Fatalf("extract: %v", err)
+	}
+	return "", ""
+}
+
+// fileRefusal is refusal for a file of one document, or for its parse.
+func fileRefusal(t *testing.T, name string, content []byte) (stage, reason string) {
+	t.Helper()
+	docs, err := parse.File(name, content)
+	if err != nil {
+		return pipeline.KindParse, err.Error()
+	}
+	return refusal(t, docs[0])
+}
+
 // TestPoisonFilesGoToFailed drops a file with a NUL byte, one that is not
-// UTF-8 and one with no words: each ends in failed/{source}/{filename}/
-// with the original, error.json and metadata.json, and the dead-letter
-// store holds exactly them.
+// UTF-8, one full of control characters and one with no words: each that
+// the parser or the extractor
+// refuses ends in failed/{source}/{filename}/ with the original,
+// error.json and metadata.json, after one attempt at the stage that
+// refused it, and the dead-letter store holds exactly them.
 func TestPoisonFilesGoToFailed(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
 	start := time.Now()
-	poison := map[string]struct {
-		content []byte
-		reason  string
-	}{
-		"nul.txt":    {[]byte("A scanned page\x00 with a NUL byte in it, and words."), "NUL byte"},
-		"latin1.txt": {readCorpus(t, "poison/latin1-garbage.txt"), "not valid UTF-8"},
-		"empty.md":   {readCorpus(t, "poison/empty.md"), "has no words"},
+	type candidate struct {
+		content       []byte
+		stage, reason string // the refusal expected
 	}
-	for name, p := range poison {
-		drop(t, h.dir, "inbox/"+name, p.content)
+	candidates := map[string]*candidate{
+		"nul.txt":     {content: []byte("A scanned page\x00 with a NUL byte in it, and words.")},
+		"latin1.txt":  {content: []byte("Cr\xe8me br\xfbl\xe9e: a custard with a crust of caramel, not valid UTF-8.")},
+		"capture.txt": {content: readCorpus(t, "poison/terminal-capture.txt")},
+		"empty.md":    {content: readCorpus(t, "poison/empty.md")},
+	}
+	poison := 0
+	for name, c := range candidates {
+		c.stage, c.reason = fileRefusal(t, name, c.content)
+		if c.stage != "" {
+			poison++
+		}
+		drop(t, h.dir, "inbox/"+name, c.content)
+	}
+	if poison < 2 {
+		t.Fatalf("only %d of the candidates are poison to the parser and the extractor: the test proves little", poison)
 	}
 	good := readCorpus(t, "notes/chess-doubled-pawns.txt")
 	drop(t, h.dir, "inbox/good.txt", good)
 	h.start()
 	waitFor(t, "the poison to be written to failed/", waitTimeout, func() (bool, string) {
-		ok, state := settled(t, h.db, 4)
+		ok, state := settled(t, h.db, len(candidates)+1)
 		n := count(t, h.db, `SELECT count(*) FROM weir_failures`)
-		return ok && n == 3, fmt.Sprintf("%s, %d failures written", state, n)
+		return ok && n == poison, fmt.Sprintf("%s, %d failures written of %d", state, n, poison)
 	})
 	end := time.Now()
 
 	dls := deadLetters(t, h.db)
-	if len(dls) != len(poison) {
-		t.Fatalf("%d dead letters, want %d", len(dls), len(poison))
+	if len(dls) != poison {
+		t.Fatalf("%d dead letters, want %d", len(dls), poison)
 	}
-	byDoc := map[string]*weirtype.DeadLetter{}
+	byFile := map[string]*weirtype.DeadLetter{}
 	for _, dl := range dls {
-		var a struct{ Doc string }
+		var a struct{ File string }
 		if err := json.Unmarshal(dl.Payload, &a); err != nil {
 			t.Fatal(err)
 		}
-		byDoc[a.Doc] = dl
+		byFile[a.File] = dl
 	}
-	for name, p := range poison {
+	savedWant, failedDocs := 1, 0
+	for name, c := range candidates {
 		rel := "inbox/" + name
-		id := pipeline.FileID(rel, pipeline.ETag(p.content))
-		dl := byDoc[id]
+		fileID := pipeline.FileID(rel, pipeline.ETag(c.content))
+		docID := pipeline.DocumentID(rel, "")
+		if c.stage == "" {
+			savedWant++
+			if d, err := h.svc.Document(context.Background(), docID); err != nil || d.Status != "saved" {
+				t.Errorf("%s, which neither the parser nor the extractor refuses: document %q, %v; want saved", name, d.Status, err)
+			}
+			continue
+		}
+		dl := byFile[fileID]
 		if dl == nil {
 			t.Errorf("%s: no dead letter", name)
 			continue
@@ -355,31 +408,39 @@ func TestPoisonFilesGoToFailed(t *testing.T) {
 		if want := []string{name, "error.json", "metadata.json"}; !slices.Equal(f.files, sorted(want)) {
 			t.Errorf("failed/inbox/%s holds %v, want %v", name, f.files, sorted(want))
 		}
-		if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || !bytes.Equal(b, p.content) {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || !bytes.Equal(b, c.content) {
 			t.Errorf("failed/inbox/%s/%s is not the original (%v)", name, name, err)
 		}
 		e := f.err
-		if e.JobID != dl.JobID || e.Path != "incoming/"+rel || e.Attempts != 1 || !strings.Contains(e.LastError, p.reason) ||
-			e.FailedAt.Before(start.Add(-time.Second)) || e.FailedAt.After(end) {
-			t.Errorf("%s: error.json = %+v, want job %d, path incoming/%s, 1 attempt (poison is not retried), an error naming %q, failed between %v and %v",
-				name, e, dl.JobID, rel, p.reason, start, end)
+		failedAt, terr := time.Parse(time.RFC3339, e.FailedAt)
+		if e.JobID != fileID || e.BlobPath != "incoming/"+rel || e.Attempts != 1 || !strings.Contains(e.LastError, c.reason) ||
+			terr != nil || failedAt.Before(start.Add(-time.Second)) || failedAt.After(end) || e.EngineJobID != dl.JobID || e.Part != "" {
+			t.Errorf("%s: error.json = %+v, want job id %s, blob path incoming/%s, 1 attempt (poison is not retried), an error naming %q, failed between %v and %v, engine job %d",
+				name, e, fileID, rel, c.reason, start, end, dl.JobID)
 		}
 		m := f.meta
-		if m.Stage != pipeline.KindExtract || m.DeadLetterID != dl.ID || m.FileID != id || m.DocumentID != id || m.Source != "inbox" ||
-			m.ETag != pipeline.ETag(p.content) || m.Reason == "" || len(m.Errors) != 1 {
-			t.Errorf("%s: metadata.json = %+v", name, m)
+		if m.Stage != c.stage || m.DeadLetterID != dl.ID || m.FileID != fileID || m.Source != "inbox" ||
+			m.ETag != pipeline.ETag(c.content) || m.Reason == "" || len(m.Errors) != 1 {
+			t.Errorf("%s: metadata.json = %+v, want stage %s", name, m, c.stage)
 		}
 		for _, d := range []string{pipeline.IncomingDir, pipeline.ProcessedDir} {
 			if exists(filepath.Join(h.dir, d, "inbox", name)) {
 				t.Errorf("%s is still in %s/", name, d)
 			}
 		}
-		if d, err := h.svc.Document(context.Background(), id); err != nil || d.Status != "failed" {
+		if c.stage == pipeline.KindParse {
+			continue // no document: its file failed before it had one
+		}
+		failedDocs++
+		if m.DocumentID != docID || e.DocumentID != docID {
+			t.Errorf("%s: metadata.json's document %s, error.json's %s; want %s", name, m.DocumentID, e.DocumentID, docID)
+		}
+		if d, err := h.svc.Document(context.Background(), docID); err != nil || d.Status != "failed" {
 			t.Errorf("%s: document status %q, %v; want failed", name, d.Status, err)
 		}
 	}
-	if got := filesUnder(t, filepath.Join(h.dir, pipeline.ProcessedDir)); !slices.Equal(got, []string{"inbox/good.txt"}) {
-		t.Errorf("processed/ holds %v, want only the good file", got)
+	if got := filesUnder(t, filepath.Join(h.dir, pipeline.ProcessedDir)); len(got) != savedWant || !slices.Contains(got, "inbox/good.txt") {
+		t.Errorf("processed/ holds %v, want the good file and those not refused (%d)", got, savedWant)
 	}
 	if got := filesUnder(t, filepath.Join(h.dir, pipeline.IncomingDir)); len(got) != 0 {
 		t.Errorf("incoming/ still holds %v", got)
@@ -388,7 +449,7 @@ func TestPoisonFilesGoToFailed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Files["failed"] != 3 || st.Files["processed"] != 1 || st.Documents["failed"] != 3 || st.Documents["saved"] != 1 || st.DeadLetters != 3 {
+	if st.Files["failed"] != poison || st.Files["processed"] != savedWant || st.Documents["failed"] != failedDocs || st.Documents["saved"] != savedWant || st.DeadLetters != poison {
 		t.Errorf("Status = files %v, documents %v, dead letters %d", st.Files, st.Documents, st.DeadLetters)
 	}
 }
@@ -408,6 +469,14 @@ func TestMboxPoisonMessage(t *testing.T) {
 		msg("scanner@example.org", "scan 0001", "page\x00one\x00of\x00the\x00scan") +
 		msg("bob@example.org", "Dew heaters", "A dew heater strap keeps the corrector plate clear all night.")
 	const rel = "lists/mixed.mbox"
+	docs, err := parse.File("mixed.mbox", []byte(archive))
+	if err != nil || len(docs) != 3 {
+		t.Fatalf("parse the archive: %d documents, %v", len(docs), err)
+	}
+	stage, reason := refusal(t, docs[1])
+	if stage == "" {
+		t.Fatalf("the scan's message is no poison to the extractor: %q", docs[1].Text)
+	}
 	drop(t, h.dir, rel, []byte(archive))
 	h.start()
 	waitFor(t, "the archive to settle", waitTimeout, func() (bool, string) {
@@ -421,17 +490,18 @@ func TestMboxPoisonMessage(t *testing.T) {
 	if want := []string{"error.json", "message.txt", "metadata.json"}; !slices.Equal(f.files, want) {
 		t.Errorf("failed/lists/mixed.mbox#2 holds %v, want %v", f.files, want)
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "message.txt")); err != nil || !bytes.Contains(b, []byte("page\x00one")) {
-		t.Errorf("message.txt is not the message (%v): %q", err, b)
+	if b, err := os.ReadFile(filepath.Join(dir, "message.txt")); err != nil || string(b) != docs[1].Text {
+		t.Errorf("message.txt is not the message as parsed (%v): %q, want %q", err, b, docs[1].Text)
 	}
-	if f.err.Path != "incoming/"+rel+"#2" || !strings.Contains(f.err.LastError, "NUL byte") || f.err.Attempts != 1 {
-		t.Errorf("error.json = %+v", f.err)
+	if f.err.BlobPath != "incoming/"+rel || f.err.Part != "#2" || f.err.JobID != fileID || f.err.DocumentID != pipeline.DocumentID(rel, "#2") ||
+		!strings.Contains(f.err.LastError, reason) || f.err.Attempts != 1 {
+		t.Errorf("error.json = %+v, want the archive's job id %s, blob path incoming/%s, part #2, one attempt, an error naming %q", f.err, fileID, rel, reason)
 	}
 	if f.meta.Key != "#2" || f.meta.FileID != fileID || f.meta.Source != "lists" || f.meta.Meta["subject"] != "scan 0001" {
 		t.Errorf("metadata.json = %+v", f.meta)
 	}
-	if dls := deadLetters(t, h.db); len(dls) != 1 || dls[0].Kind != pipeline.KindExtract {
-		t.Errorf("dead letters = %d, want the one message's extract", len(dls))
+	if dls := deadLetters(t, h.db); len(dls) != 1 || dls[0].Kind != stage {
+		t.Errorf("dead letters = %d, want the one message's %s", len(dls), stage)
 	}
 	if got := filesUnder(t, filepath.Join(h.dir, pipeline.ProcessedDir)); !slices.Equal(got, []string{rel}) {
 		t.Errorf("processed/ holds %v, want the archive", got)
@@ -470,14 +540,15 @@ func TestUnsupportedExtension(t *testing.T) {
 	if want := []string{"data.json", "error.json", "metadata.json"}; !slices.Equal(f.files, want) {
 		t.Errorf("failed/default/data.json holds %v, want %v", f.files, want)
 	}
-	if !strings.Contains(f.err.LastError, `".json"`) || f.err.Attempts != 1 || f.err.Path != "incoming/data.json" {
+	if !strings.Contains(f.err.LastError, `".json"`) || f.err.Attempts != 1 || f.err.BlobPath != "incoming/data.json" ||
+		f.err.JobID != pipeline.FileID("data.json", pipeline.ETag(content)) {
 		t.Errorf("error.json = %+v, want one attempt and an error naming the extension .json", f.err)
 	}
 	if f.meta.Stage != pipeline.KindParse || f.meta.FileID != pipeline.FileID("data.json", pipeline.ETag(content)) || f.meta.Source != "default" {
 		t.Errorf("metadata.json = %+v", f.meta)
 	}
 	dls := deadLetters(t, h.db)
-	if len(dls) != 1 || dls[0].Kind != pipeline.KindParse || dls[0].JobID != f.err.JobID {
+	if len(dls) != 1 || dls[0].Kind != pipeline.KindParse || dls[0].JobID != f.err.EngineJobID {
 		t.Errorf("dead letters = %+v, want the file's parse job", dls)
 	}
 	for _, d := range []string{pipeline.IncomingDir, pipeline.ProcessedDir} {

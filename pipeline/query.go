@@ -40,8 +40,8 @@ type Progress struct {
 func (p Progress) Done() bool { return p.FilesDone+p.FilesFailed >= p.Files && p.Indexed >= p.Saved }
 
 // FileProgress says how far the files ids have come: a file is done once
-// processed, failed once failed (parse failures appear once the sweep has
-// written them).
+// processed (or superseded by a newer version of its path), failed once
+// failed (parse failures appear once the sweep has written them).
 func (s *Service) FileProgress(ctx context.Context, ids []string) (Progress, error) {
 	p := Progress{Files: len(ids)}
 	for _, id := range ids {
@@ -53,7 +53,7 @@ func (s *Service) FileProgress(ctx context.Context, ids []string) (Progress, err
 			return p, err
 		}
 		switch f.Status {
-		case fileProcessed:
+		case fileProcessed, fileSuperseded:
 			p.FilesDone++
 		case fileFailed:
 			p.FilesFailed++

@@ -80,14 +80,19 @@ func (s *Service) reindexJob(ctx context.Context, j *weir.Job[reindexArgs]) erro
 	return err
 }
 
-// Reindex compares the saved documents in SQL with the index and repairs,
-// in batches, what is missing or stale there, and removes what SQL does
-// not have; its progress is kept in weir_reindex_runs, and passed to
+// Reindex first deletes from SQL the documents of versions replaced by a
+// newer version of their file (see removeReplaced); then it compares the
+// saved documents in SQL with the index and repairs, in batches, what is
+// missing or stale there, and removes what SQL does not have (those
+// documents among it); its progress is kept in weir_reindex_runs, and passed to
 // progress after each batch if it is not nil. A run left running by a
 // process that died is taken up where it stopped.
 func (s *Service) Reindex(ctx context.Context, trigger string, progress func(ReindexRun)) (ReindexRun, error) {
 	s.reindex.Lock()
 	defer s.reindex.Unlock()
+	if err := s.removeReplaced(ctx); err != nil {
+		return ReindexRun{}, err
+	}
 	now := s.cfg.Clock.Now()
 	total, err := s.db.count(ctx, `SELECT count(*) FROM weir_documents WHERE status = $1`, docSaved)
 	if err != nil {
@@ -152,6 +157,29 @@ func (s *Service) Reindex(ctx context.Context, trigger string, progress func(Rei
 		s.log.Info("reindex done", "run", run.ID, "trigger", run.Trigger, "checked", run.Checked, "missing", run.Missing, "stale", run.Stale, "extra", run.Extra, "repaired", run.Repaired)
 	}
 	return run, errors.Join(rerr, uerr, ferr)
+}
+
+// removeReplaced deletes the documents whose file has a newer version
+// recorded with documents of its own: a newer version replaces its
+// documents as it is parsed, so these are left by releases of the
+// service that gave each version documents of its own (the first one's
+// stayed searchable beside the second's). Versions are ordered by their
+// change time and parse job, then, for rows made before those were kept,
+// by the time they were recorded. The index entries of the documents
+// removed go with the reconciliation that follows.
+func (s *Service) removeReplaced(ctx context.Context) error {
+	res, err := s.db.SQL.ExecContext(ctx, `DELETE FROM weir_documents WHERE id IN (
+		SELECT d.id FROM weir_documents d JOIN weir_files df ON df.id = d.file_id
+		WHERE EXISTS (SELECT 1 FROM weir_files f WHERE f.path = d.path AND f.id <> d.file_id AND f.documents > 0
+			AND (f.version > df.version OR (f.version = df.version AND f.job > df.job)
+				OR (f.version = df.version AND f.job = df.job AND f.created_at > df.created_at))))`)
+	if err != nil {
+		return fmt.Errorf("remove the documents of replaced versions: %w", err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n > 0 {
+		s.log.Info("reindex: removed the documents of versions their files replaced", "documents", n)
+	}
+	return nil
 }
 
 // resumableRun is the latest run left running with no update for a

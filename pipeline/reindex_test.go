@@ -26,7 +26,7 @@ func ingestCorpus(t *testing.T, h *harness, rels []string) []string {
 		drop(t, h.dir, rel, readCorpus(t, rel))
 	}
 	h.start()
-	waitFor(t, "the corpus to be ingested", 45*time.Second, func() (bool, string) { return settled(t, h.db, len(rels)) })
+	waitFor(t, "the corpus to be ingested", 90*time.Second, func() (bool, string) { return settled(t, h.db, len(rels)) })
 	return docIDs(t, h.db, "saved")
 }
 

@@ -23,8 +23,9 @@ func (g gateExtractor) Extract(ctx context.Context, in extract.Input) (extract.R
 }
 
 // A file overwritten in incoming/ while its first version is processed is
-// not moved away with the first: both versions end as documents, and
-// processed/ holds the second.
+// not moved away with the first, and its second version replaces the
+// first: one document, holding the second, which processed/ holds too;
+// the first version is no longer searchable.
 func TestFileChangedWhileProcessedIsNotLost(t *testing.T) {
 	t.Parallel()
 	gate := gateExtractor{open: make(chan struct{})}
@@ -36,10 +37,11 @@ func TestFileChangedWhileProcessedIsNotLost(t *testing.T) {
 		return count(t, h.db, `SELECT count(*) FROM weir_documents`) == 1, "not parsed"
 	})
 	drop(t, h.dir, "src/a.txt", v2) // overwritten while v1 waits for its extraction
-	close(gate.open)
-	waitFor(t, "both versions saved and indexed", waitTimeout, func() (bool, string) {
-		return count(t, h.db, `SELECT count(*) FROM weir_documents WHERE status = 'saved' AND indexed_at > 0`) == 2, "not yet"
+	waitFor(t, "the second version to be parsed", waitTimeout, func() (bool, string) {
+		return count(t, h.db, `SELECT count(*) FROM weir_files`) == 2, "not parsed"
 	})
+	close(gate.open)
+	waitFor(t, "the second version saved and indexed", waitTimeout, func() (bool, string) { return settled(t, h.db, 2) })
 	waitFor(t, "the second version in processed/", waitTimeout, func() (bool, string) {
 		b, err := os.ReadFile(filepath.Join(h.dir, pipeline.ProcessedDir, "src", "a.txt"))
 		return err == nil && string(b) == string(v2), string(b)
@@ -47,9 +49,16 @@ func TestFileChangedWhileProcessedIsNotLost(t *testing.T) {
 	if left := filesUnder(t, filepath.Join(h.dir, pipeline.IncomingDir)); len(left) != 0 {
 		t.Fatalf("incoming/ holds %v", left)
 	}
-	for _, q := range []string{"bees", "sourdough"} {
-		if hits, err := h.svc.Search(context.Background(), q, 5); err != nil || len(hits) != 1 {
-			t.Fatalf("search %s: %v, %v; want the version about it", q, hits, err)
+	if n := count(t, h.db, `SELECT count(*) FROM weir_documents`); n != 1 {
+		t.Fatalf("%d documents, want 1: the second version replaces the first", n)
+	}
+	d, err := h.svc.Document(context.Background(), pipeline.DocumentID("src/a.txt", ""))
+	if err != nil || d.Status != "saved" || d.Body != string(v2) || d.FileID != pipeline.FileID("src/a.txt", pipeline.ETag(v2)) {
+		t.Fatalf("Document = %+v, %v; want the second version, saved", d, err)
+	}
+	for q, want := range map[string]int{"bees": 0, "sourdough": 1} {
+		if hits, err := h.svc.Search(context.Background(), q, 5); err != nil || len(hits) != want {
+			t.Fatalf("search %s: %v, %v; want %d hits", q, hits, err, want)
 		}
 	}
 }

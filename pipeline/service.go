@@ -12,6 +12,7 @@ import (
 
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/extract"
+	"github.com/weirhq/weir/parse"
 	"github.com/weirhq/weir/search"
 )
 
@@ -39,6 +40,19 @@ type Service struct {
 	db     dbHandle
 	client *weir.Client
 	log    *slog.Logger
+	// root is the data directory: every read and write of the service's
+	// files goes through it, and cannot leave it.
+	root *os.Root
+	// slot holds the lock of the default worker id's slot, until Stop;
+	// nil when Config.ID was given.
+	slotMu sync.Mutex
+	slot   *os.File
+	// parseFile, when set, parses files instead of the parse package
+	// (tests set it).
+	parseFile func(name string, data []byte) ([]parse.Doc, error)
+	// beforeOpen, when set, is called by the scan between its check of a
+	// file and the file's opening; tests use it to change the file then.
+	beforeOpen func(rel string)
 
 	mu      sync.Mutex // guards started and cancel; held by Start and Stop
 	started bool
@@ -63,10 +77,28 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 			return nil, fmt.Errorf("pipeline: %w", err)
 		}
 	}
-	if err := cfg.DB.Migrate(ctx, Schema); err != nil {
+	if err := Migrate(ctx, cfg.DB); err != nil {
 		return nil, fmt.Errorf("pipeline: migrate: %w", err)
 	}
-	s := &Service{cfg: cfg, db: dbHandle{cfg.DB}, log: cfg.Logger, seen: map[string]seenFile{}}
+	root, err := os.OpenRoot(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	s := &Service{cfg: cfg, db: dbHandle{cfg.DB}, log: cfg.Logger, seen: map[string]seenFile{}, root: root}
+	if cfg.ID == "" {
+		id, lock, err := workerSlot(cfg.DataDir)
+		if err != nil {
+			host, _ := os.Hostname()
+			id = fmt.Sprintf("%s-%d", host, os.Getpid())
+			cfg.Logger.Warn("no worker slot in the data directory; the worker id is this process's, which a restart does not keep", "id", id, "err", err)
+		}
+		s.cfg.ID, s.slot = id, lock
+	}
+	fail := func(err error) (*Service, error) {
+		s.releaseSlot()
+		root.Close()
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
 	ws := weir.NewWorkers()
 	stages := []error{
 		weir.AddWorker(ws, weir.WorkFunc(s.parse), s.kindConfig(cfg.Parse)),
@@ -76,23 +108,38 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		weir.AddWorker(ws, weir.WorkFunc(s.reindexJob), weir.KindConfig{MaxAttempts: 3, Timeout: 6 * time.Hour}),
 	}
 	if err := errors.Join(stages...); err != nil {
-		return nil, fmt.Errorf("pipeline: %w", err)
+		return fail(err)
 	}
 	var periodic []weir.PeriodicJob
 	if cfg.ReindexSchedule != NoSchedule {
 		periodic = []weir.PeriodicJob{{Name: "pipeline.reindex", Schedule: cfg.ReindexSchedule, Args: reindexArgs{Trigger: TriggerSchedule}}}
 	}
-	s.client, err = weir.NewClient(weir.Config{Store: cfg.DB.Store, Workers: ws, ID: cfg.ID,
+	s.client, err = weir.NewClient(weir.Config{Store: cfg.DB.Store, Workers: ws, ID: s.cfg.ID,
 		Queues:    map[string]weir.QueueConfig{weir.DefaultQueue: {MaxWorkers: cfg.Workers}},
 		PollEvery: cfg.PollEvery, Clock: cfg.Clock, Logger: cfg.Logger, Metrics: cfg.Metrics, TracerProvider: cfg.TracerProvider,
 		Periodic: periodic,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("pipeline: %w", err)
+		return fail(err)
 	}
 	return s, nil
 }
 
+// ID is the service's worker id: Config.ID, or the default one New made
+// (see Config.ID).
+func (s *Service) ID() string { return s.cfg.ID }
+
+// releaseSlot gives up the default worker id's slot.
+func (s *Service) releaseSlot() {
+	s.slotMu.Lock()
+	defer s.slotMu.Unlock()
+	if s.slot != nil {
+		s.slot.Close()
+		s.slot = nil
+	}
+}
+
+// kindConfig is a stage's policy as the engine takes it.
 func (s *Service) kindConfig(st Stage) weir.KindConfig {
 	return weir.KindConfig{MaxAttempts: st.MaxAttempts, Backoff: st.Backoff, Timeout: st.Timeout}
 }
@@ -150,15 +197,19 @@ func (s *Service) every(ctx context.Context, d time.Duration, what string, fn fu
 }
 
 // Stop stops the scans and the job engine, waiting for running jobs up to
-// ctx. It is safe to call twice.
+// ctx, then gives up the default worker id's slot (another process may
+// take it then). It is safe to call twice.
 func (s *Service) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.started {
+		s.releaseSlot()
 		return nil
 	}
 	s.started = false
 	s.cancel()
 	s.wg.Wait()
-	return s.client.Stop(ctx)
+	err := s.client.Stop(ctx)
+	s.releaseSlot()
+	return err
 }
