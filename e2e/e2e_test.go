@@ -23,6 +23,7 @@ import (
 
 	"github.com/weirhq/weir/internal/corpusgen"
 	"github.com/weirhq/weir/internal/crashpoint"
+	"github.com/weirhq/weir/pipeline"
 	"github.com/weirhq/weir/search/fts"
 )
 
@@ -113,20 +114,26 @@ func TestIngestKillRestartReindex(t *testing.T) {
 	// Each poison file in failed/ with its error.json.
 	for _, p := range want.poison {
 		dir := filepath.Join(data, "failed", "corpus", filepath.FromSlash(p))
+		// The design's record: the file's SHA-256 job id, its blob path,
+		// attempts, last error, and when, in UTC to the second.
 		var ef struct {
-			JobID     int64     `json:"jobId"`
-			Path      string    `json:"path"`
-			Attempts  int       `json:"attempts"`
-			LastError string    `json:"lastError"`
-			FailedAt  time.Time `json:"failedAt"`
+			JobID     string `json:"jobId"`
+			BlobPath  string `json:"blobPath"`
+			Attempts  int    `json:"attempts"`
+			LastError string `json:"lastError"`
+			FailedAt  string `json:"failedAt"`
 		}
 		b, err := os.ReadFile(filepath.Join(dir, "error.json"))
 		if err != nil {
 			t.Errorf("poison %s: %v", p, err)
 			continue
 		}
-		if err := json.Unmarshal(b, &ef); err != nil || ef.JobID == 0 || ef.Path != "incoming/corpus/"+p || ef.Attempts < 1 || ef.LastError == "" || ef.FailedAt.IsZero() {
-			t.Errorf("poison %s: error.json %s (%v)", p, b, err)
+		content, rerr := os.ReadFile(filepath.Join(dir, filepath.Base(p)))
+		jobID := pipeline.FileID("corpus/"+p, pipeline.ETag(content))
+		if err := json.Unmarshal(b, &ef); err != nil || rerr != nil || ef.JobID != jobID || ef.BlobPath != "incoming/corpus/"+p || ef.Attempts < 1 || ef.LastError == "" {
+			t.Errorf("poison %s: error.json %s (%v, %v), want job id %s", p, b, err, rerr, jobID)
+		} else if failedAt, terr := time.Parse(time.RFC3339, ef.FailedAt); terr != nil || !strings.HasSuffix(ef.FailedAt, "Z") || failedAt.Nanosecond() != 0 {
+			t.Errorf("poison %s: failedAt %q, want RFC 3339 in UTC to the second (%v)", p, ef.FailedAt, terr)
 		}
 		if _, err := os.Stat(filepath.Join(dir, filepath.Base(p))); err != nil {
 			t.Errorf("poison %s: the original is not beside its error.json: %v", p, err)
