@@ -52,6 +52,10 @@ type serviceFlags struct {
 	watchEvery  time.Duration
 	sweepEvery  time.Duration // set by the command, not a flag
 	reindexAt   string
+	maxFileSize byteSize
+	// timeouts bound one attempt of each stage: parse, extract, save,
+	// index.
+	timeouts    [4]time.Duration
 	eventsTopic string               // set by weir run with a broker
 	tracer      trace.TracerProvider // set by weir run with -otlp-endpoint
 }
@@ -67,6 +71,12 @@ func (f *serviceFlags) declare(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxAttempts, "max-attempts", pipeline.DefaultMaxAttempts, "attempts per stage before a document fails to failed/")
 	fs.DurationVar(&f.backoff, "backoff", 5*time.Second, "first wait before a stage's retry, doubling to 5m")
 	fs.DurationVar(&f.watchEvery, "watch-every", pipeline.DefaultWatchEvery, "how often incoming/ is scanned")
+	f.maxFileSize = byteSize(pipeline.DefaultMaxFileSize)
+	fs.Var(&f.maxFileSize, "max-file-size", "the largest file weir reads, a `size` in bytes or with a unit (32MiB, 500KB); a larger one fails at once, unread")
+	for i, st := range stageTimeouts {
+		f.timeouts[i] = st.def
+		fs.DurationVar(&f.timeouts[i], st.name+"-timeout", st.def, "how long one attempt of the "+st.name+" stage may take before it fails")
+	}
 	fs.StringVar(&f.reindexAt, "reindex-schedule", pipeline.DefaultReindexSchedule, "when reconciliation runs by itself, as a schedule (\"daily at 02:00\", \"0 2 * * *\"), or \"never\"")
 }
 
@@ -85,6 +95,18 @@ const (
 	// index file (weir search, weir status).
 	openReadOnly
 )
+
+// stageTimeouts are the stages whose attempts the -STAGE-timeout flags
+// bound, with their defaults, in the order of serviceFlags.timeouts.
+var stageTimeouts = [4]struct {
+	name string
+	def  time.Duration
+}{
+	{"parse", pipeline.DefaultParseTimeout},
+	{"extract", pipeline.DefaultExtractTimeout},
+	{"save", pipeline.DefaultSaveTimeout},
+	{"index", pipeline.DefaultIndexTimeout},
+}
 
 // appDB opens weir's store and the service's tables. With openCreate it
 // makes a missing data directory; otherwise the store must exist, at this
@@ -171,6 +193,13 @@ func (f *serviceFlags) check() error {
 		return flagError("watch-every", "%v: want a positive duration such as 1s", f.watchEvery)
 	case strings.ContainsFunc(f.id, unsafeRune):
 		return flagError("id", "%q: want a name without control characters", f.id)
+	case f.maxFileSize < 1:
+		return flagError("max-file-size", "%d: want a positive size such as 32MiB", f.maxFileSize)
+	}
+	for i, st := range stageTimeouts {
+		if f.timeouts[i] <= 0 {
+			return flagError(st.name+"-timeout", "%v: want a positive duration such as %v", f.timeouts[i], st.def)
+		}
 	}
 	if f.reindexAt != pipeline.NoSchedule {
 		if _, err := schedule.Parse(f.reindexAt); err != nil {
@@ -255,12 +284,15 @@ func (f *serviceFlags) open(ctx context.Context, mode openMode, logger *slog.Log
 			return nil, err
 		}
 	}
-	st := pipeline.Stage{MaxAttempts: f.maxAttempts}
-	st.Backoff = pipeline.DefaultBackoff
-	st.Backoff.Base = f.backoff
+	var stages [4]pipeline.Stage
+	for i := range stages {
+		stages[i] = pipeline.Stage{MaxAttempts: f.maxAttempts, Backoff: pipeline.DefaultBackoff, Timeout: f.timeouts[i]}
+		stages[i].Backoff.Base = f.backoff
+	}
 	svc, err := pipeline.New(ctx, pipeline.Config{DB: db, DataDir: dataDir, Index: idx, Extractor: ex, ExtractorName: name,
-		ID: f.id, Workers: f.workers, Parse: st, Extract: st, Save: st, IndexStage: st,
-		WatchEvery: f.watchEvery, SweepEvery: f.sweepEvery, ReindexSchedule: f.reindexAt, Logger: logger, Metrics: m,
+		ID: f.id, Workers: f.workers, Parse: stages[0], Extract: stages[1], Save: stages[2], IndexStage: stages[3],
+		MaxFileSize: int64(f.maxFileSize),
+		WatchEvery:  f.watchEvery, SweepEvery: f.sweepEvery, ReindexSchedule: f.reindexAt, Logger: logger, Metrics: m,
 		EventsTopic: f.eventsTopic, TracerProvider: f.tracer})
 	if err != nil {
 		closeAll()
@@ -316,8 +348,7 @@ func (f storeFlags) serviceTables(ctx context.Context) error {
 		return err
 	}
 	defer db.Close()
-	_, err = db.SQL.ExecContext(ctx, pipeline.Schema[db.Driver])
-	return err
+	return pipeline.Migrate(ctx, db)
 }
 
 // newTracerProvider exports spans over OTLP/HTTP to endpoint (a URL such
