@@ -66,7 +66,7 @@ func (f *serviceFlags) declare(fs *flag.FlagSet) {
 	fs.StringVar(&f.llmURL, "llm-url", "", "base `URL` of an OpenAI-compatible API (…/v1) to extract with; empty: the built-in local extractor")
 	fs.StringVar(&f.llmModel, "llm-model", "gpt-4o-mini", "the `model` the LLM extractor asks")
 	fs.StringVar(&f.llmKey, "llm-api-key", "", "the LLM API's bearer `key` (prefer WEIR_LLM_API_KEY: a flag shows in ps)")
-	fs.StringVar(&f.id, "id", "", "this process's worker `id`; keep it stable across restarts so a restart takes its jobs back at once (default: the ingestion service's, stable per data directory)")
+	fs.StringVar(&f.id, "id", "", "this process's worker `id`; keep it stable across restarts so a restart takes its jobs back at once (default: hostname-HASH-SLOT, stable for the data directory on this host)")
 	fs.IntVar(&f.workers, "workers", pipeline.DefaultWorkers, "jobs run at once")
 	fs.IntVar(&f.maxAttempts, "max-attempts", pipeline.DefaultMaxAttempts, "attempts per stage before a document fails to failed/")
 	fs.DurationVar(&f.backoff, "backoff", 5*time.Second, "first wait before a stage's retry, doubling to 5m")
@@ -298,6 +298,9 @@ func (f *serviceFlags) open(ctx context.Context, mode openMode, logger *slog.Log
 		closeAll()
 		return nil, err
 	}
+	// Stop gives back the worker id's slot of a service never started, and
+	// does nothing to one stopped already.
+	cleanup = append(cleanup, func() { _ = svc.Stop(context.WithoutCancel(ctx)) })
 	return &service{Service: svc, breakers: breakers, close: closeAll}, nil
 }
 
