@@ -3,10 +3,12 @@ package cli
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/weirhq/weir/internal/teststore"
 	"github.com/weirhq/weir/pipeline"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/weirtype"
@@ -79,4 +81,33 @@ func TestProgressSaysWhatItWaitsFor(t *testing.T) {
 	if line := out.String(); !strings.Contains(line, "1/3 files") || !strings.HasSuffix(line, want+"\n") {
 		t.Fatalf("progress line %q does not say what it waits for", line)
 	}
+}
+
+// weir ingest, whose file's parse job a worker that died holds by a
+// lease, waits for that lease, and its progress line says so.
+func TestIngestSaysWhatItWaitsFor(t *testing.T) {
+	t.Parallel()
+	data := filepath.Join(t.TempDir(), "data")
+	if code, stdout, stderr := run("migrate", "-data", data); code != 0 {
+		t.Fatalf("migrate: %d %s %s", code, stdout, stderr)
+	}
+	content := "Keeping bees\n\nThe hive swarmed in May."
+	docs := writeDocs(t, map[string]string{"bees.txt": content})
+	// The parse job of that file, claimed by host-1234 for an hour, as if
+	// that worker had died with it.
+	st := teststore.SQLite(t, filepath.Join(data, sqliteFileName))
+	ctx := context.Background()
+	now := time.Now()
+	key := pipeline.FileID("home/bees.txt", pipeline.ETag([]byte(content)))
+	if _, err := st.Executor().Insert(ctx, now, []store.InsertParams{{Kind: pipeline.KindParse, Queue: "default", MaxAttempts: 3, IdempotencyKey: key, Payload: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := st.Executor().Claim(ctx, store.ClaimParams{Now: now, Queue: "default", Limit: 1, Owner: "host-1234", LeaseFor: time.Hour}); err != nil || len(got) != 1 {
+		t.Fatalf("claim: %v, %v", got, err)
+	}
+	code, stdout, stderr := run("ingest", filepath.Join(docs, "bees.txt"), "-data", data, "-source", "home", "-timeout", "3s")
+	until := now.Add(time.Hour).Local().Format("15:04:05")
+	want(t, "ingest of a file whose job another worker holds", code, 1, stdout+stderr,
+		"0/1 files; 0 documents saved, 0 indexed, 0 failed; waiting for 1 job held by host-1234 until "+until+" (lease)",
+		"1 of 1 files not done after 3s")
 }
