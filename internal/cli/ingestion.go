@@ -26,6 +26,7 @@ import (
 
 	"github.com/weirhq/weir/admin"
 	"github.com/weirhq/weir/api"
+	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/redact"
 	"github.com/weirhq/weir/metrics"
@@ -119,10 +120,13 @@ func setupRun(fs *flag.FlagSet) runFunc {
 				return err
 			}
 			defer b.Close()
-			if err := b.Declare(ctx, *topic); err != nil {
+			// A broker that is down at start is not an error: events wait
+			// in the outbox, and the relay declares the topic and delivers
+			// them once the broker is back.
+			if err := b.Declare(ctx, *topic); err != nil && !errors.Is(err, broker.ErrNotConnected) {
 				return fmt.Errorf("-broker: declare %s: %w", *topic, err)
 			}
-			if relay, err = outbox.New(outbox.Config{Store: svc.DB().Store, Broker: b, ID: f.id, Logger: logger, TracerProvider: f.tracer}); err != nil {
+			if relay, err = outbox.New(outbox.Config{Store: svc.DB().Store, Broker: b, ID: svc.ID(), Topics: []string{*topic}, Logger: logger, TracerProvider: f.tracer}); err != nil {
 				return err
 			}
 		}

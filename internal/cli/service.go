@@ -330,15 +330,16 @@ func (n noIndex) Entries(context.Context, string, int) ([]search.Entry, error) {
 
 // openBroker opens the broker -broker names: "embedded" for a NATS
 // server with JetStream in <data>/nats, a nats:// URL, or an amqp:// (or
-// amqps://) URL for RabbitMQ.
+// amqps://) URL for RabbitMQ. A server that is unreachable at start is
+// connected to in the background: the outbox holds the events meanwhile.
 func openBroker(ctx context.Context, spec, data string, logger *slog.Logger) (broker.Broker, error) {
 	switch {
 	case spec == "embedded":
 		return nats.OpenEmbedded(ctx, nats.EmbeddedConfig{Dir: filepath.Join(data, "nats"), Broker: nats.Config{Logger: logger}})
 	case strings.HasPrefix(spec, "nats://"):
-		return nats.Open(ctx, nats.Config{URL: spec, Logger: logger})
+		return nats.Open(ctx, nats.Config{URL: spec, Logger: logger, RetryFirstConnect: true})
 	case strings.HasPrefix(spec, "amqp://"), strings.HasPrefix(spec, "amqps://"):
-		return rabbitmq.Open(ctx, rabbitmq.Config{URL: spec, Logger: logger})
+		return rabbitmq.Open(ctx, rabbitmq.Config{URL: spec, Logger: logger, RetryFirstConnect: true})
 	}
 	return nil, usageError{"-broker: want embedded, a nats:// URL or an amqp:// URL"}
 }
