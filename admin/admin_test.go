@@ -226,7 +226,10 @@ func TestDeadLetters(t *testing.T) {
 		t.Fatalf("all %v, want %v", got, all)
 	}
 	cut := url.QueryEscape(t0.Add(30 * time.Minute).Format(time.RFC3339))
+	lateJob := fx.ok(http.StatusOK, http.MethodGet, fmt.Sprintf("/api/admin/dead-letters/%d", late[1]), "").body["job_id"]
 	for target, want := range map[string][]int64{
+		fmt.Sprintf("/api/admin/dead-letters?job_id=%v", lateJob):       late[1:2],
+		"/api/admin/dead-letters?reason=retry_after_exceeds_limit":      {},
 		"/api/admin/dead-letters?kind=parse":                            early,
 		"/api/admin/dead-letters?queue=llm":                             late,
 		"/api/admin/dead-letters?reason=max_attempts_exceeded":          late,
@@ -516,6 +519,10 @@ func TestBadRequests(t *testing.T) {
 		{"POST", "/api/admin/jobs/cancel", `[1, 2]`, 400, "bad JSON"},
 		{"POST", "/api/admin/jobs/cancel", `{"ids": [` + strings.Repeat("1,", 500) + `1]}`, 400, "at most 500"},
 		{"GET", "/api/admin/dead-letters?reason=tired", "", 400, `reason "tired" is unknown`},
+		{"GET", "/api/admin/dead-letters?job_id=x", "", 400, "job_id"},
+		{"GET", "/api/admin/dead-letters?job_id=-3", "", 400, "job_id"},
+		{"POST", "/api/admin/dead-letters/requeue", `{"filter": {"job_id": -3}, "confirm": true}`, 400, "job_id"},
+		{"POST", "/api/admin/dead-letters/requeue", `{"filter": {"job_id": "7"}, "confirm": true}`, 400, "bad JSON"},
 		{"GET", "/api/admin/dead-letters?failed_before=yesterday", "", 400, "RFC 3339"},
 		{"GET", "/api/admin/dead-letters?failed_after=-5m", "", 400, "age"},
 		{"GET", "/api/admin/dead-letters?failed_after=999999999h", "", 400, "age"},

@@ -211,24 +211,35 @@ func (q *query) states() []weirtype.State {
 	return out
 }
 
-// reasons are the abandon reasons a filter may name.
-var reasons = []weirtype.AbandonReason{weirtype.AbandonMaxAttempts, weirtype.AbandonTTL, weirtype.AbandonPermanent, weirtype.AbandonDeadline}
-
 // checkReason returns an error unless r is empty or a known reason.
 func checkReason(r weirtype.AbandonReason) error {
-	if r != "" && !slices.Contains(reasons, r) {
-		return bad("reason %s is unknown: want one of %v", clip(string(r)), reasons)
+	if r != "" && !r.Valid() {
+		return bad("reason %s is unknown: want one of %v", clip(string(r)), weirtype.AbandonReasons())
 	}
 	return nil
 }
 
+// jobID returns the parameter job_id as a job's id, 0 when absent.
+func (q *query) jobID() int64 {
+	s := q.v.Get("job_id")
+	if s == "" || q.err != nil {
+		return 0
+	}
+	n, err := parseID(s)
+	if err != nil {
+		q.err = bad("job_id %s: want a job's id, a positive whole number", clip(s))
+	}
+	return n
+}
+
 // deadLetterFilter reads the filter parameters of the dead letters: kind,
-// queue, reason, failed_before, failed_after.
+// queue, reason, job_id, failed_before, failed_after.
 func (q *query) deadLetterFilter(now time.Time) store.DeadLetterFilter {
 	f := store.DeadLetterFilter{
 		Kind:         q.text("kind"),
 		Queue:        q.text("queue"),
 		Reason:       weirtype.AbandonReason(q.text("reason")),
+		JobID:        q.jobID(),
 		FailedBefore: q.time("failed_before", now),
 		FailedAfter:  q.time("failed_after", now),
 	}
@@ -239,7 +250,7 @@ func (q *query) deadLetterFilter(now time.Time) store.DeadLetterFilter {
 }
 
 // deadLetterParams are the names deadLetterFilter reads.
-var deadLetterParams = []string{"kind", "queue", "reason", "failed_before", "failed_after"}
+var deadLetterParams = []string{"kind", "queue", "reason", "job_id", "failed_before", "failed_after"}
 
 // FilterBody is the filter of a bulk dead-letter request's body; zero
 // fields match everything.
@@ -247,6 +258,8 @@ type FilterBody struct {
 	Kind   string `json:"kind"`
 	Queue  string `json:"queue"`
 	Reason string `json:"reason"`
+	// JobID keeps the dead letters of that job; 0 for all.
+	JobID int64 `json:"job_id"`
 	// FailedBefore and FailedAfter are RFC 3339 times or ages (72h).
 	FailedBefore string `json:"failed_before"`
 	FailedAfter  string `json:"failed_after"`
@@ -259,6 +272,9 @@ func (b FilterBody) filter(now time.Time) (store.DeadLetterFilter, error) {
 		if s != "" {
 			v.Set(name, s)
 		}
+	}
+	if b.JobID != 0 {
+		v.Set("job_id", strconv.FormatInt(b.JobID, 10))
 	}
 	q := &query{v: v}
 	f := q.deadLetterFilter(now)

@@ -4,11 +4,14 @@ import (
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/weirhq/weir/ui"
+	"github.com/weirhq/weir/weirtype"
 )
 
 func newHandler(t *testing.T) http.Handler {
@@ -179,5 +182,29 @@ func TestConsoleSendsTheTokenToMetrics(t *testing.T) {
 	before := string(js[max(0, i-400):i])
 	if !strings.Contains(before, "headers.Authorization = 'Bearer ' + token") {
 		t.Fatalf("app.js does not put the token in the headers of its /metrics fetch:\n%s", before)
+	}
+}
+
+// The console's reason filter offers every abandon reason the stores keep,
+// and no other.
+func TestConsoleOffersEveryAbandonReason(t *testing.T) {
+	js, err := os.ReadFile("static/assets/app.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`const REASONS = \[([^\]]*)\];`).FindSubmatch(js)
+	if m == nil {
+		t.Fatal("app.js declares no REASONS")
+	}
+	var got []string
+	for _, q := range regexp.MustCompile(`'([a-z_]+)'`).FindAllSubmatch(m[1], -1) {
+		got = append(got, string(q[1]))
+	}
+	var want []string
+	for _, r := range weirtype.AbandonReasons() {
+		want = append(want, string(r))
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the console's reasons are %v, want weirtype's %v", got, want)
 	}
 }

@@ -61,26 +61,41 @@ func dlqGroup() group {
 // purge.
 type dlqFilterFlags struct {
 	kind, queue, reason string
+	job                 int64
 }
 
 func (d *dlqFilterFlags) declare(fs *flag.FlagSet, reason bool) {
 	fs.StringVar(&d.kind, "kind", "", "only the dead letters of this job `kind`")
 	fs.StringVar(&d.queue, "queue", "", "only the dead letters of this `queue`")
+	fs.Int64Var(&d.job, "job", 0, "only the dead letters of the job with this `id`")
 	if reason {
-		fs.StringVar(&d.reason, "reason", "", "only those abandoned for this `reason`: max_attempts_exceeded, ttl_exceeded, non_retryable or deadline_exceeded")
+		fs.StringVar(&d.reason, "reason", "", "only those abandoned for this `reason`: "+reasonNames())
 	}
+}
+
+// reasonNames lists the abandon reasons for a help text or an error.
+func reasonNames() string {
+	var names []string
+	for _, r := range weirtype.AbandonReasons() {
+		names = append(names, string(r))
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 func (d dlqFilterFlags) filter() (store.DeadLetterFilter, error) {
-	f := store.DeadLetterFilter{Kind: d.kind, Queue: d.queue, Reason: weirtype.AbandonReason(d.reason)}
-	switch f.Reason {
-	case "", weirtype.AbandonMaxAttempts, weirtype.AbandonTTL, weirtype.AbandonPermanent, weirtype.AbandonDeadline:
+	f := store.DeadLetterFilter{Kind: d.kind, Queue: d.queue, Reason: weirtype.AbandonReason(d.reason), JobID: d.job}
+	if d.job < 0 {
+		return f, flagError("job", "%d: want a job's id, a positive whole number", d.job)
+	}
+	if f.Reason == "" || f.Reason.Valid() {
 		return f, nil
 	}
-	return f, usageError{fmt.Sprintf("-reason %q is unknown: want max_attempts_exceeded, ttl_exceeded, non_retryable or deadline_exceeded", d.reason)}
+	return f, usageError{fmt.Sprintf("-reason %q is unknown: want %s", printable(d.reason), reasonNames())}
 }
 
-func (d dlqFilterFlags) set() bool { return d.kind != "" || d.queue != "" || d.reason != "" }
+func (d dlqFilterFlags) set() bool {
+	return d.kind != "" || d.queue != "" || d.reason != "" || d.job != 0
+}
 
 func noArgs(args []string) error {
 	if len(args) > 0 {

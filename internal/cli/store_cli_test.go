@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -181,7 +182,18 @@ func TestDLQListShowExport(t *testing.T) {
 		t.Errorf("dlq export wrote %d lines, want 3", n)
 	}
 	code, _, errOut = f.run("dlq", "list", "-reason", "boredom")
-	want(t, "dlq list -reason boredom", code, 2, errOut, `-reason "boredom" is unknown`)
+	want(t, "dlq list -reason boredom", code, 2, errOut, `-reason "boredom" is unknown`, "retry_after_exceeds_limit")
+	code, out, _ = f.run("dlq", "list", "-reason", "retry_after_exceeds_limit")
+	want(t, "dlq list -reason retry_after_exceeds_limit", code, 0, out, "no dead letters")
+
+	// -job keeps the dead letters of one job.
+	code, out, _ = f.run("dlq", "list", "-json", "-job", id(a2.JobID))
+	want(t, "dlq list -job", code, 0, out, fmt.Sprintf(`"id":%d,`, a2.ID))
+	if n := strings.Count(out, "\n"); n != 1 {
+		t.Errorf("dlq list -job %d printed %d records, want 1:\n%s", a2.JobID, n, out)
+	}
+	code, _, errOut = f.run("dlq", "list", "-job", "-4")
+	want(t, "dlq list -job -4", code, 2, errOut, "-job -4")
 }
 
 func TestDLQRequeueAndPurge(t *testing.T) {

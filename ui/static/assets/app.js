@@ -591,8 +591,8 @@
 
   // Dead letters.
 
-  const REASONS = ['max_attempts_exceeded', 'ttl_exceeded', 'non_retryable', 'deadline_exceeded'];
-  const DL_FILTERS = ['kind', 'queue', 'reason', 'failed_after', 'failed_before'];
+  const REASONS = ['max_attempts_exceeded', 'ttl_exceeded', 'non_retryable', 'deadline_exceeded', 'retry_after_exceeds_limit'];
+  const DL_FILTERS = ['kind', 'queue', 'reason', 'job_id', 'failed_after', 'failed_before'];
 
   async function deadLettersPage(view, r) {
     if (r.id) return deadLetterDetail(view, r.id);
@@ -601,6 +601,7 @@
       { name: 'kind', label: 'kind' },
       { name: 'queue', label: 'queue' },
       { name: 'reason', label: 'reason', options: REASONS },
+      { name: 'job_id', label: 'job id', placeholder: 'a job\'s id' },
       { name: 'failed_after', label: 'failed after', placeholder: 'RFC 3339 or age: 24h' },
       { name: 'failed_before', label: 'failed before', placeholder: 'RFC 3339 or age: 1h' },
     ]));
@@ -632,7 +633,8 @@
     const described = Object.keys(filter).length ? Object.entries(filter).map(([k, v]) => k + '=' + v).join(', ') : 'every dead letter';
     const bulk = async (op, sel) => {
       const purge = op === 'purge';
-      const body = sel ? { ids: [...selected] } : { filter };
+      // The body's job_id is a number; the query string's is text.
+      const body = sel ? { ids: [...selected] } : { filter: Object.assign({}, filter, filter.job_id ? { job_id: Number(filter.job_id) } : {}) };
       if (purge) {
         const what = sel ? `${selected.size} dead letter(s)` : `every dead letter matching the filter (${described})`;
         if (!confirm(`Purge ${what}? Their jobs are deleted; this cannot be undone.`)) return;
