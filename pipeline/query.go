@@ -152,8 +152,9 @@ func (s *Service) Status(ctx context.Context, stuckAfter time.Duration) (Status,
 		return st, err
 	}
 	st.DeadLetters = len(dls)
-	if b, ok := s.cfg.Extractor.(interface{ BreakerState() breaker.State }); ok {
-		st.Breakers = map[string]string{"extract": b.BreakerState().String()}
+	if b, ok := s.cfg.Extractor.(interface{ Breaker() *breaker.Breaker }); ok {
+		br := b.Breaker()
+		st.Breakers = map[string]string{br.Name(): br.State().String()}
 	}
 	if runs, err := s.ReindexRuns(ctx, 1); err == nil && len(runs) > 0 {
 		st.LastReindex = &runs[0]

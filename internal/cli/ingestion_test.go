@@ -135,6 +135,9 @@ func TestIngestThroughAnLLMEndpoint(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "Bees from the model") {
 		t.Fatalf("search after the LLM's extraction: %d, %s", code, stdout)
 	}
+	// weir status names the breaker as the admin API and the metrics do.
+	code, stdout, stderr = run("status", "-data", data, "-llm-url", srv.URL+"/v1")
+	want(t, "status with the LLM", code, 0, stdout+stderr, "breaker:      extract-llm closed")
 }
 
 // weir migrate makes the ingestion service's tables too, so that search
