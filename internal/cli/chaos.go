@@ -86,7 +86,7 @@ func setupChaos(fs *flag.FlagSet) runFunc {
 		if v := os.Getenv(chaosKillsEnv); v != "" && !killsSet {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {
-				return fmt.Errorf("%s=%q: want a whole number, 0 or more", chaosKillsEnv, v)
+				return usageError{fmt.Sprintf("%s=%q (-kills): want a whole number, 0 or more", chaosKillsEnv, printable(v))}
 			}
 			*kills = n
 		}

@@ -180,13 +180,16 @@ func commands() []command {
 		{
 			name:    "chaos",
 			summary: "kill a weir worker again and again mid-work, then check nothing was lost or done twice",
-			usage:   "weir chaos [-docs N] [-pages N] [-poison-every N] [-kills K] [-seed S] [-dir DIR]",
+			usage: "weir chaos [-docs N] [-pages N] [-poison-every N] [-kills K] [-seed S] [-dir DIR] [-finish D]\n" +
+				"       [-postgres URL [-schema S] [-cuts N] [-restarts N -restart-command CMD]]\n" +
+				"       [-broker harness|worker|nats://URL] [-points P,...] [-ack-before-commit]",
 			help: "Runs \"weir chaos-worker\" on a workload of documents (pages written as blob\n" +
 				"files and an index entry, through a workflow, the effect ledger, the outbox\n" +
-				"and an embedded NATS broker) and kills it with SIGKILL K times, at seeded\n" +
-				"random moments and at named crash points, restarting it each time; then lets\n" +
-				"it finish and checks every document. It prints the seed first and last a line\n" +
-				"\"kills=K lost=0 duplicated=0 orphaned=0\", and exits 1 if any is not 0.\n" +
+				"and a NATS broker outside the killed worker) and kills it with SIGKILL K\n" +
+				"times, at seeded random moments and at named crash points, restarting it\n" +
+				"each time; then lets it finish and checks every document. It prints the\n" +
+				"seed first and last a line \"kills=K lost=0 duplicated=0 orphaned=0\", and\n" +
+				"exits 1 if any is not 0.\n" +
 				"WEIR_CHAOS_KILLS sets the default of -kills.",
 			setup: setupChaos,
 		},

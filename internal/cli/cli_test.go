@@ -303,7 +303,7 @@ func TestChaosRefusesBadInput(t *testing.T) {
 		t.Fatalf("chaos extra: %d, %q", code, stderr)
 	}
 	t.Setenv("WEIR_CHAOS_KILLS", "many")
-	if code, _, stderr := run("chaos", "-docs", "1"); code != 1 || !strings.Contains(stderr, `WEIR_CHAOS_KILLS="many"`) {
+	if code, _, stderr := run("chaos", "-docs", "1"); code != 2 || !strings.Contains(stderr, `WEIR_CHAOS_KILLS="many" (-kills)`) {
 		t.Fatalf("chaos with a bad WEIR_CHAOS_KILLS: %d, %q", code, stderr)
 	}
 	if code, _, stderr := run("chaos-worker"); code != 2 || !strings.Contains(stderr, "want the run's directory") {
