@@ -21,7 +21,7 @@
 // A job with an idempotency key is inserted with one statement,
 //
 //	INSERT … ON CONFLICT (idempotency_key) WHERE idempotency_key <> ''
-//	DO UPDATE SET <reclaim> WHERE <the job is running and stuck>
+//	DO UPDATE SET <reclaim> WHERE <the job is running, stuck and its lease expired>
 //	RETURNING …, (xmax = 0) AS inserted
 //
 // whose check and write are one step in the unique index: of any number of

@@ -57,7 +57,8 @@
 // NOTHING against a partial unique index (keys that are not empty); when a
 // job with the key exists, the same write transaction reads it and decides
 // the outcome (see weirtype.InsertOutcome), reclaiming a running job stuck
-// past InsertParams.StuckAfter. Of any number of concurrent inserts of one
+// past InsertParams.StuckAfter whose lease has expired (a live lease is
+// never taken). Of any number of concurrent inserts of one
 // key, exactly one makes the job.
 //
 // # The job lifecycle

@@ -32,8 +32,9 @@ const DefaultBusyTimeout = 5 * time.Second
 
 // Config configures a Store.
 type Config struct {
-	// Path is the database file. Required. It is created if it does not
-	// exist; its directory must exist and be writable, since SQLite keeps
+	// Path is the database file. Required. It is created, readable and
+	// writable by its owner only (0600), if it does not exist; its
+	// directory must exist and be writable, since SQLite keeps
 	// the write-ahead log (Path-wal) and shared memory (Path-shm) beside
 	// it. In-memory databases are refused: the store's two pools must
 	// share one database.
