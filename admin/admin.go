@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/clock"
-	"github.com/weirhq/weir/pipeline"
+	"github.com/weirhq/weir/ingest/pipeline"
 	"github.com/weirhq/weir/resilience/breaker"
 	"github.com/weirhq/weir/store"
 )

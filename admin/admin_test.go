@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/admin"
-	"github.com/weirhq/weir/pipeline"
+	"github.com/weirhq/weir/ingest/pipeline"
 	"github.com/weirhq/weir/resilience/breaker"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/weirtype"

@@ -17,8 +17,8 @@ import (
 
 	"github.com/weirhq/weir/admin"
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/ingest/pipeline"
 	"github.com/weirhq/weir/internal/teststore"
-	"github.com/weirhq/weir/pipeline"
 	"github.com/weirhq/weir/resilience/breaker"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/weirtype"

@@ -21,10 +21,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weirhq/weir/internal/corpusgen"
+	"github.com/weirhq/weir/ingest/corpusgen"
+	"github.com/weirhq/weir/ingest/pipeline"
+	"github.com/weirhq/weir/ingest/search/fts"
 	"github.com/weirhq/weir/internal/crashpoint"
-	"github.com/weirhq/weir/pipeline"
-	"github.com/weirhq/weir/search/fts"
 )
 
 // TestIngestKillRestartReindex runs `weir run` on the sample corpus

@@ -18,8 +18,8 @@ import (
 
 	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/broker/nats"
+	"github.com/weirhq/weir/ingest/pipeline"
 	"github.com/weirhq/weir/internal/testenv"
-	"github.com/weirhq/weir/pipeline"
 )
 
 // `weir run -broker nats://…` publishes one event per saved or failed

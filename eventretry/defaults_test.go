@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/eventretry"
+	"github.com/weirhq/weir/internal/envconfig"
 	"github.com/weirhq/weir/resilience/backoff"
 	"github.com/weirhq/weir/resilience/retry"
 )
@@ -95,21 +96,21 @@ func slicesMax(ds []time.Duration) time.Duration {
 	return m
 }
 
-// FromEnv reads the spec's RETRY_* names as well as WEIR_RETRY_*; the
+// envconfig.EventRetry reads the spec's RETRY_* names as well as WEIR_RETRY_*; the
 // WEIR_ name wins when both are set, and a bad value is named.
 func TestFromEnvReadsTheSpecNames(t *testing.T) {
 	t.Setenv("RETRY_MAX_ATTEMPTS", "5")
 	t.Setenv("RETRY_TTL_MINUTES", "7")
-	got, err := eventretry.FromEnv()
+	got, err := envconfig.EventRetry(envconfig.OS)
 	if err != nil || got.MaxAttempts != 5 || got.TTL != 7*time.Minute {
 		t.Fatalf("FromEnv: %d attempts, ttl %v, %v; want 5 and 7m from RETRY_*", got.MaxAttempts, got.TTL, err)
 	}
 	t.Setenv("WEIR_RETRY_MAX_ATTEMPTS", "3")
-	if got, err := eventretry.FromEnv(); err != nil || got.MaxAttempts != 3 || got.TTL != 7*time.Minute {
+	if got, err := envconfig.EventRetry(envconfig.OS); err != nil || got.MaxAttempts != 3 || got.TTL != 7*time.Minute {
 		t.Fatalf("FromEnv: %d attempts, ttl %v, %v; want WEIR_RETRY_MAX_ATTEMPTS's 3 and RETRY_TTL_MINUTES's 7m", got.MaxAttempts, got.TTL, err)
 	}
 	t.Setenv("RETRY_BACKOFF_FACTOR", "fast")
-	_, err = eventretry.FromEnv()
+	_, err = envconfig.EventRetry(envconfig.OS)
 	if err == nil || !strings.Contains(err.Error(), "RETRY_BACKOFF_FACTOR") || strings.Contains(err.Error(), "WEIR_RETRY_BACKOFF_FACTOR") {
 		t.Fatalf("FromEnv with RETRY_BACKOFF_FACTOR=fast: %v, want an error naming RETRY_BACKOFF_FACTOR", err)
 	}

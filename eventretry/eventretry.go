@@ -10,11 +10,12 @@
 // validation error, a data-integrity error, a programming error) is sent
 // to the dead-letter function at once, reason non_retryable. The defaults
 // are 8 attempts, 250 ms base, ×2, 60 s cap, full jitter, 30 min TTL, and
-// a Config.Policy field left zero takes its default. FromEnv reads them
-// from WEIR_RETRY_MAX_ATTEMPTS, WEIR_RETRY_BASE_DELAY_MS,
-// WEIR_RETRY_BACKOFF_FACTOR, WEIR_RETRY_MAX_DELAY_SECONDS and
-// WEIR_RETRY_TTL_MINUTES, or the spec's RETRY_* names of the same settings
-// when the WEIR_ ones are unset.
+// a Config.Policy field left zero takes its default. The package reads no
+// environment: the weir command maps WEIR_RETRY_MAX_ATTEMPTS,
+// WEIR_RETRY_BASE_DELAY_MS, WEIR_RETRY_BACKOFF_FACTOR,
+// WEIR_RETRY_MAX_DELAY_SECONDS and WEIR_RETRY_TTL_MINUTES (or the design's
+// RETRY_* names of the same settings, when the WEIR_ ones are unset) onto
+// Config.Policy.
 package eventretry
 
 import (
@@ -26,7 +27,6 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/clock"
-	"github.com/weirhq/weir/internal/envconfig"
 	"github.com/weirhq/weir/internal/errtype"
 	"github.com/weirhq/weir/internal/redact"
 	"github.com/weirhq/weir/resilience/backoff"
@@ -107,14 +107,23 @@ type Config struct {
 	Clock clock.Clock
 }
 
+// The event retry's defaults: 8 attempts, a delay from 250 ms doubling up
+// to 60 s with full jitter, abandoned after 30 minutes.
+const (
+	DefaultMaxAttempts   = 8
+	DefaultBaseDelay     = 250 * time.Millisecond
+	DefaultBackoffFactor = 2.0
+	DefaultMaxDelay      = 60 * time.Second
+	DefaultTTL           = 30 * time.Minute
+)
+
 // Defaults returns the default policy: 8 attempts, a delay from 250 ms
 // doubling up to 60 s with full jitter, and a 30 minute TTL.
 func Defaults() retry.Config {
 	return retry.Config{
-		MaxAttempts: envconfig.DefaultRetryMaxAttempts,
-		TTL:         envconfig.DefaultRetryTTLMinutes * time.Minute,
-		Backoff: backoff.Exponential(envconfig.DefaultRetryBaseDelayMS*time.Millisecond, envconfig.DefaultRetryBackoffFactor,
-			envconfig.DefaultRetryMaxDelaySeconds*time.Second).WithJitter(backoff.JitterFull),
+		MaxAttempts: DefaultMaxAttempts,
+		TTL:         DefaultTTL,
+		Backoff:     backoff.Exponential(DefaultBaseDelay, DefaultBackoffFactor, DefaultMaxDelay).WithJitter(backoff.JitterFull),
 	}
 }
 
@@ -130,17 +139,6 @@ func withDefaults(pc retry.Config) retry.Config {
 	}
 	pc.Backoff = pc.Backoff.Or(def.Backoff)
 	return pc
-}
-
-// FromEnv returns the policy of the environment variables over the
-// defaults, or an error naming every bad variable: each setting is read
-// from its WEIR_RETRY_* variable, or when that is unset from the RETRY_*
-// name weir's event-retry spec gives it (RETRY_MAX_ATTEMPTS,
-// RETRY_BASE_DELAY_MS, RETRY_BACKOFF_FACTOR, RETRY_MAX_DELAY_SECONDS,
-// RETRY_TTL_MINUTES). It is envconfig.EventRetry(envconfig.OS), which is
-// what a command should call; a library passes the config it was given.
-func FromEnv() (retry.Config, error) {
-	return envconfig.EventRetry(envconfig.OS)
 }
 
 // Retrier runs event handlers under the event retry policy.

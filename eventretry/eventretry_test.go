@@ -15,6 +15,7 @@ import (
 
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/eventretry"
+	"github.com/weirhq/weir/internal/envconfig"
 	"github.com/weirhq/weir/resilience/backoff"
 	"github.com/weirhq/weir/resilience/retry"
 )
@@ -194,12 +195,12 @@ func TestDefaultsAndEnvironment(t *testing.T) {
 		t.Fatalf("defaults %+v", d)
 	}
 	t.Setenv("WEIR_RETRY_MAX_ATTEMPTS", "4")
-	got, err := eventretry.FromEnv()
+	got, err := envconfig.EventRetry(envconfig.OS)
 	if err != nil || got.MaxAttempts != 4 {
 		t.Fatalf("FromEnv: %+v, %v", got, err)
 	}
 	t.Setenv("WEIR_RETRY_MAX_ATTEMPTS", "many")
-	if _, err := eventretry.FromEnv(); err == nil || !strings.Contains(err.Error(), "WEIR_RETRY_MAX_ATTEMPTS") {
+	if _, err := envconfig.EventRetry(envconfig.OS); err == nil || !strings.Contains(err.Error(), "WEIR_RETRY_MAX_ATTEMPTS") {
 		t.Fatalf("FromEnv with a bad value: %v, want an error naming the variable", err)
 	}
 	for _, cfg := range []eventretry.Config{{DeadLetter: func(context.Context, eventretry.DeadLetter) error { return nil }}, {Service: "s"}} {

@@ -140,6 +140,7 @@ func TestCountBySeries(t *testing.T) {
 // checks for the blob, finds it, and does not write it again.
 func TestKilledAfterTheEffect(t *testing.T) {
 	if dir := os.Getenv("LEDGER_CHILD_DIR"); dir != "" {
+		teststore.ArmCrashPoint(t)
 		l, _ := openLedger(t, filepath.Join(dir, "weir.db"))
 		_, err := l.Do(context.Background(), blobKey, blobEffect(dir))
 		t.Fatalf("the child was not killed: %v", err)

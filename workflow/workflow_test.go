@@ -276,6 +276,8 @@ func TestKilledMidTransitionResumes(t *testing.T) {
 	child := dir != ""
 	if !child {
 		dir = t.TempDir()
+	} else {
+		teststore.ArmCrashPoint(t)
 	}
 	s := openStore(t, filepath.Join(dir, "weir.db"))
 	effect := func(name string) ledger.Effect {

@@ -24,11 +24,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/weirhq/weir/internal/appdb"
 	"github.com/weirhq/weir/internal/crashpoint"
 	"github.com/weirhq/weir/internal/faultproxy"
 	"github.com/weirhq/weir/outbox"
 	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/store/appdb"
 )
 
 // Config is a run of the harness.

@@ -34,6 +34,7 @@ func TestChaosWorker(t *testing.T) {
 	if dir == "" {
 		t.Skip("run by the chaos tests as their worker")
 	}
+	teststore.ArmCrashPoint(t)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	w := chaos.WorkerConfig{Where: chaos.Where{Dir: dir, Postgres: os.Getenv("CHAOS_WORKER_POSTGRES"), Schema: os.Getenv("CHAOS_WORKER_SCHEMA"),

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/weirhq/weir/internal/appdb"
 	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/store/appdb"
 )
 
 // Where is where the workload keeps its database: a SQLite file in Dir,

@@ -19,12 +19,12 @@ import (
 	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/broker/nats"
 	"github.com/weirhq/weir/inbox"
-	"github.com/weirhq/weir/internal/appdb"
 	"github.com/weirhq/weir/ledger"
 	"github.com/weirhq/weir/outbox"
 	"github.com/weirhq/weir/resilience/backoff"
 	"github.com/weirhq/weir/resilience/retry"
 	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/store/appdb"
 	"github.com/weirhq/weir/workflow"
 )
 

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weirhq/weir/internal/crashpoint"
 	"github.com/weirhq/weir/internal/envconfig"
 )
 
@@ -291,6 +292,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		fmt.Fprintf(stderr, "weir: unknown command %q\n", args[0])
 		writeHint(stderr, "weir help")
+		return exitUsage
+	}
+	// The crash harness (weir chaos, and the end-to-end tests) names a
+	// crash point in the environment of the process it will kill; the
+	// library packages read no environment, so the command arms it.
+	if err := crashpoint.Arm(os.Getenv(crashpoint.Env)); err != nil {
+		fmt.Fprintf(stderr, "weir: %s\n", errorText(err))
 		return exitUsage
 	}
 	return c.exec(s, args[1:])

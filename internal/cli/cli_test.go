@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/weirhq/weir/internal/crashpoint"
 )
 
 func run(args ...string) (code int, stdout, stderr string) {
@@ -350,5 +352,18 @@ func TestFlagsFromEnv(t *testing.T) {
 	fs2.Int("batch", 100, "")
 	if _, err := flagsFromEnv(fs2, lookup); err == nil || !strings.Contains(err.Error(), `WEIR_BATCH="seven"`) {
 		t.Fatalf("a bad value: %v, want an error naming WEIR_BATCH", err)
+	}
+}
+
+// The command arms the crash point its environment names (the libraries
+// read no environment), and refuses a malformed one before it runs.
+func TestCommandArmsTheCrashPoint(t *testing.T) {
+	t.Setenv(crashpoint.Env, "x:two")
+	if code, _, stderr := run("version"); code != 2 || !strings.Contains(stderr, crashpoint.Env) {
+		t.Fatalf("weir version with %s=x:two: %d, %q; want exit 2 naming the variable", crashpoint.Env, code, stderr)
+	}
+	t.Setenv(crashpoint.Env, "")
+	if code, _, stderr := run("version"); code != 0 {
+		t.Fatalf("weir version: %d, %q", code, stderr)
 	}
 }

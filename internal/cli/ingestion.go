@@ -25,13 +25,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/weirhq/weir/admin"
-	"github.com/weirhq/weir/api"
 	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/ingest/api"
+	"github.com/weirhq/weir/ingest/pipeline"
 	"github.com/weirhq/weir/internal/redact"
 	"github.com/weirhq/weir/metrics"
 	"github.com/weirhq/weir/outbox"
-	"github.com/weirhq/weir/pipeline"
 	"github.com/weirhq/weir/ui"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/weirhq/weir/pipeline"
+	"github.com/weirhq/weir/ingest/pipeline"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/weirtype"
 )

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirhq/weir/ingest/pipeline"
 	"github.com/weirhq/weir/internal/teststore"
-	"github.com/weirhq/weir/pipeline"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/weirtype"
 )

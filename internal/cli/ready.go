@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/clock"
-	"github.com/weirhq/weir/internal/appdb"
+	"github.com/weirhq/weir/store/appdb"
 )
 
 // Timing of the write probe of /readyz.

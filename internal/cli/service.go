@@ -24,15 +24,15 @@ import (
 	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/broker/nats"
 	"github.com/weirhq/weir/broker/rabbitmq"
-	"github.com/weirhq/weir/extract"
-	"github.com/weirhq/weir/internal/appdb"
+	"github.com/weirhq/weir/ingest/extract"
+	"github.com/weirhq/weir/ingest/pipeline"
+	"github.com/weirhq/weir/ingest/search"
+	"github.com/weirhq/weir/ingest/search/fts"
 	"github.com/weirhq/weir/internal/redact"
 	"github.com/weirhq/weir/metrics"
-	"github.com/weirhq/weir/pipeline"
 	"github.com/weirhq/weir/resilience/breaker"
 	"github.com/weirhq/weir/schedule"
-	"github.com/weirhq/weir/search"
-	"github.com/weirhq/weir/search/fts"
+	"github.com/weirhq/weir/store/appdb"
 )
 
 // indexFile is the search index's file in the data directory.

@@ -13,9 +13,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/weirhq/weir/internal/appdb"
 	"github.com/weirhq/weir/internal/redact"
 	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/store/appdb"
 	"github.com/weirhq/weir/store/postgres"
 )
 

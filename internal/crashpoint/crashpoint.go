@@ -1,9 +1,11 @@
 // Package crashpoint kills the process at a named point in weir's code,
-// for the chaos harness: `weir chaos` sets WEIR_CRASHPOINT to a point's
-// name (and, after a colon, how many times the point is passed first:
-// "ledger.after-effect:3" dies the fourth time) in the process it runs,
-// and Hit sends that process SIGKILL there. Unset, Hit is one atomic
-// load.
+// for the chaos harness and the crash tests. Nothing is armed unless the
+// program arms it: the weir command calls Arm with WEIR_CRASHPOINT (a
+// point's name and, after a colon, how many times the point is passed
+// first: "ledger.after-effect:3" dies the fourth time), which `weir chaos`
+// sets in the worker it runs, and a crash test's child process calls Arm
+// itself. Once armed, Hit sends the process SIGKILL at that point.
+// Disarmed, Hit is one atomic load. The package reads no environment.
 package crashpoint
 
 import (
@@ -53,13 +55,6 @@ var armed atomic.Pointer[point]
 type point struct {
 	name string
 	left atomic.Int64
-}
-
-func init() {
-	if err := Arm(os.Getenv(Env)); err != nil {
-		fmt.Fprintln(os.Stderr, "weir:", err)
-		os.Exit(2)
-	}
 }
 
 // Arm sets the point to kill at, as WEIR_CRASHPOINT spells it; "" disarms.

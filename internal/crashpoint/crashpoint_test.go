@@ -15,6 +15,9 @@ import (
 // The child process passes the point twice, then dies on the third pass.
 func TestHitKillsOnThePassAfterTheCount(t *testing.T) {
 	if os.Getenv("CRASHPOINT_CHILD") == "1" {
+		if err := crashpoint.Arm(os.Getenv(crashpoint.Env)); err != nil {
+			t.Fatal(err)
+		}
 		crashpoint.Hit("other")
 		crashpoint.Hit("x")
 		crashpoint.Hit("x")
@@ -35,6 +38,22 @@ func TestHitKillsOnThePassAfterTheCount(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "passed twice") || strings.Contains(string(out), "not reached") {
 		t.Fatalf("child printed %q", out)
+	}
+}
+
+// The package arms nothing by itself: a process whose environment names a
+// point passes it unharmed until the program calls Arm.
+func TestNothingArmedWithoutArm(t *testing.T) {
+	if os.Getenv("CRASHPOINT_CHILD") == "unarmed" {
+		crashpoint.Hit("x")
+		fmt.Println("passed unarmed")
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestNothingArmedWithoutArm$")
+	cmd.Env = append(os.Environ(), "CRASHPOINT_CHILD=unarmed", crashpoint.Env+"=x")
+	out, err := cmd.Output()
+	if err != nil || !strings.Contains(string(out), "passed unarmed") {
+		t.Fatalf("child: %v, output %q; want it to pass the point unarmed", err, out)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weirhq/weir/eventretry"
 	"github.com/weirhq/weir/resilience/backoff"
 	"github.com/weirhq/weir/resilience/retry"
 )
@@ -81,14 +82,14 @@ func (v Var) Lookup(env Lookup) (name, value string, ok bool) {
 	return "", "", false
 }
 
-// Event-retry defaults: 8 attempts, 250 ms doubling to a 60 s cap with full
-// jitter, abandoned after 30 minutes.
+// Event-retry defaults, in the units of the variables: those of package
+// eventretry.
 const (
-	DefaultRetryMaxAttempts     = 8
-	DefaultRetryBaseDelayMS     = 250
-	DefaultRetryBackoffFactor   = 2.0
-	DefaultRetryMaxDelaySeconds = 60
-	DefaultRetryTTLMinutes      = 30
+	DefaultRetryMaxAttempts     = eventretry.DefaultMaxAttempts
+	DefaultRetryBaseDelayMS     = int(eventretry.DefaultBaseDelay / time.Millisecond)
+	DefaultRetryBackoffFactor   = eventretry.DefaultBackoffFactor
+	DefaultRetryMaxDelaySeconds = int(eventretry.DefaultMaxDelay / time.Second)
+	DefaultRetryTTLMinutes      = int(eventretry.DefaultTTL / time.Minute)
 )
 
 // Upper limits that keep a typo from meaning "retry for a century".

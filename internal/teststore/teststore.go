@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/weirhq/weir/internal/crashpoint"
 	"github.com/weirhq/weir/internal/testenv"
 	"github.com/weirhq/weir/store/postgres"
 	"github.com/weirhq/weir/store/sqlite"
@@ -35,9 +36,20 @@ func SQLite(t testing.TB, path string) *sqlite.Store {
 	return s
 }
 
+// ArmCrashPoint arms, in a crash test's child process, the crash point
+// its parent named in the child's environment (crashpoint.Env), as the
+// weir command does for the processes `weir chaos` runs.
+func ArmCrashPoint(t testing.TB) {
+	t.Helper()
+	if err := crashpoint.Arm(os.Getenv(crashpoint.Env)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // RunKilled runs the test named test again in a child process, with env
 // added to its environment, and fails unless the child dies of SIGKILL (a
-// crash point). It returns the child's output.
+// crash point). The child calls ArmCrashPoint. It returns the child's
+// output.
 func RunKilled(t testing.TB, test string, env ...string) []byte {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -29,7 +30,8 @@ var now = time.Date(2026, 1, 21, 15, 30, 0, 0, time.UTC)
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
-		Open: func(t *testing.T) store.Store { return openStore(t, newSchema(t)) },
+		SimSeed: os.Getenv(storetest.SimSeedEnv),
+		Open:    func(t *testing.T) store.Store { return openStore(t, newSchema(t)) },
 		Tx: func(t *testing.T, s store.Store, commit bool, fn func(store.Executor, func(string) error) error) error {
 			ctx := context.Background()
 			pg := s.(*postgres.Store)

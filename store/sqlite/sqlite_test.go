@@ -44,7 +44,8 @@ func migratedTemp(t *testing.T) *sqlite.Store {
 
 func harness() storetest.Harness {
 	return storetest.Harness{
-		Open: func(t *testing.T) store.Store { return openTemp(t) },
+		SimSeed: os.Getenv(storetest.SimSeedEnv),
+		Open:    func(t *testing.T) store.Store { return openTemp(t) },
 		Tx: func(t *testing.T, s store.Store, commit bool, fn func(store.Executor, func(string) error) error) error {
 			ctx := context.Background()
 			ss := s.(*sqlite.Store)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strconv"
 	"testing"
@@ -16,8 +15,8 @@ import (
 	"github.com/weirhq/weir/weirtype"
 )
 
-// SimSeedEnv replays the simulation's fault schedule: its seed is printed
-// by every run.
+// SimSeedEnv is the variable the drivers' tests read Harness.SimSeed from:
+// it replays the simulation's fault schedule, whose seed every run prints.
 const SimSeedEnv = "WEIR_SIM_SEED"
 
 // testSimulation drives the job lifecycle's decisions (claim, heartbeat,
@@ -33,7 +32,7 @@ const SimSeedEnv = "WEIR_SIM_SEED"
 // compares the two histories.
 func testSimulation(t *testing.T, h Harness) {
 	seed := rand.Uint64()
-	if v := os.Getenv(SimSeedEnv); v != "" {
+	if v := h.SimSeed; v != "" {
 		var err error
 		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
 			t.Fatalf("%s=%q: want a whole number", SimSeedEnv, v)

@@ -39,6 +39,10 @@ type Harness struct {
 	// SetState forces job id into state, with one attempt made, started at
 	// attemptedAt, as a worker would leave it.
 	SetState func(t *testing.T, s store.Store, id int64, state weirtype.State, attemptedAt time.Time)
+	// SimSeed replays the simulation's fault schedule: a seed the
+	// simulation printed, as the drivers' tests read it from SimSeedEnv.
+	// Empty: a new seed each run.
+	SimSeed string
 }
 
 type suiteCase struct {

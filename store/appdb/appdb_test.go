@@ -1,0 +1,152 @@
+package appdb_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/weirhq/weir/internal/testenv"
+	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/store/appdb"
+)
+
+var testNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+var schema = map[appdb.Driver]string{
+	appdb.SQLite:   `CREATE TABLE IF NOT EXISTS app_notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL);`,
+	appdb.Postgres: `CREATE TABLE IF NOT EXISTS app_notes (id BIGINT PRIMARY KEY, body TEXT NOT NULL); CREATE INDEX IF NOT EXISTS app_notes_body ON app_notes (body);`,
+}
+
+// A transaction writes the application's row and weir's job together, or
+// neither.
+func TestTxWritesBothOrNeither(t *testing.T) {
+	ctx := context.Background()
+	d, err := appdb.Open(ctx, appdb.Config{Path: filepath.Join(t.TempDir(), "weir.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Migrate(ctx, schema); err != nil {
+		t.Fatal(err)
+	}
+	write := func(id int, fail bool) error {
+		return d.RunTx(ctx, func(tx appdb.Tx) error {
+			if _, err := tx.Exec(ctx, `INSERT INTO app_notes (id, body) VALUES ($1, $2)`, id, "note"); err != nil {
+				return err
+			}
+			if _, err := tx.Ex.Insert(ctx, testNow, []store.InsertParams{{Kind: "note", Payload: []byte(`{}`)}}); err != nil {
+				return err
+			}
+			if fail {
+				return context.Canceled
+			}
+			return nil
+		})
+	}
+	if err := write(1, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := write(2, true); err == nil {
+		t.Fatal("a failing transaction committed")
+	}
+	var notes int
+	if err := d.SQL.QueryRow(`SELECT count(*) FROM app_notes`).Scan(&notes); err != nil {
+		t.Fatal(err)
+	}
+	counts, err := d.Store.Executor().CountJobs(ctx, testNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := 0
+	for _, c := range counts {
+		jobs += c.Count
+	}
+	if notes != 1 || jobs != 1 {
+		t.Fatalf("%d notes and %d jobs, want 1 and 1: the failed transaction must leave neither", notes, jobs)
+	}
+}
+
+func TestOpenRefusesAnotherScheme(t *testing.T) {
+	_, err := appdb.Open(context.Background(), appdb.Config{URL: "mysql://user:secret@host/db"})
+	if err == nil || !strings.Contains(err.Error(), "postgres://") || strings.Contains(err.Error(), "secret") {
+		t.Fatalf("err %v: want a refusal naming postgres://, without the password", err)
+	}
+}
+
+// Processes starting at once on a new PostgreSQL schema all migrate it:
+// the application's schema is applied under an advisory lock.
+func TestConcurrentMigrateOnPostgres(t *testing.T) {
+	url := testenv.Postgres(t)
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	name := "appdb_" + hex.EncodeToString(b)
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(context.Background(), url)
+		if err != nil {
+			return
+		}
+		defer conn.Close(context.Background())
+		_, _ = conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE")
+	})
+	var wg sync.WaitGroup
+	errs := make(chan error, 6)
+	for range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d, err := appdb.Open(context.Background(), appdb.Config{URL: url, Schema: name, MaxConns: 2})
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer d.Close()
+			errs <- d.Migrate(context.Background(), schema)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("a concurrent migrate failed: %v", err)
+		}
+	}
+}
+
+// TestSQLiteFilesAreOwnerOnly checks that the store's database file, and
+// the write-ahead log and shared memory beside it, are created readable by
+// their owner only under the usual umask: they hold the documents.
+func TestSQLiteFilesAreOwnerOnly(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "weir.db")
+	d, err := appdb.Open(ctx, appdb.Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Migrate(ctx, schema); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.SQL.ExecContext(ctx, `INSERT INTO app_notes (id, body) VALUES (1, 'private')`); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != 0o600 {
+			t.Errorf("%s has mode %#o, want 0600", filepath.Base(p), got)
+		}
+	}
+}
