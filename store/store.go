@@ -61,17 +61,48 @@ type Transactor interface {
 }
 
 // Executor runs the engine's queries, on a pool or inside a caller's
-// transaction.
+// transaction. It is every role below; each consumer takes the narrowest
+// role, or the few roles, it needs: the engine's client Jobs, Leases,
+// Deadlines, Sweep, DeadLetters; an outbox relay Outbox; a consumer Inbox;
+// the workflow engine Workflows and Jobs; the effect ledger Ledger; the
+// metrics' scrape-time collector Sweep; an operator's tools DeadLetters
+// and Operator.
 type Executor interface {
+	Jobs
+	Leases
+	Deadlines
+	Sweep
+	Outbox
+	Inbox
+	Workflows
+	Ledger
+	DeadLetters
+	Operator
+}
+
+// Jobs inserts, reads and cancels jobs: what a client that only inserts
+// needs (Client.Insert, InsertTx, Cancel).
+type Jobs interface {
 	// Insert inserts jobs at time now, all or none. For a job with an
 	// idempotency key the check and the insert are one atomic step: of
 	// any number of concurrent inserts of one key, exactly one makes the
 	// job. Results are in the order of jobs.
 	Insert(ctx context.Context, now time.Time, jobs []InsertParams) ([]InsertResult, error)
+
 	// GetJob returns the job with the id, or an error wrapping
 	// ErrNotFound.
 	GetJob(ctx context.Context, id int64) (*weirtype.Job, error)
 
+	// Cancel makes a job that is not final cancelled, whoever holds it (a
+	// running job's worker then finds its lease lost). ErrFinal, changing
+	// nothing, for a final job; ErrNotFound for a missing one.
+	Cancel(ctx context.Context, now time.Time, id int64) (*weirtype.Job, error)
+}
+
+// Leases is the worker's side of the job lifecycle: claiming jobs under
+// leases, keeping the leases alive, recording each attempt's outcome, and
+// taking back the jobs whose leases expired or whose owner stopped.
+type Leases interface {
 	// Claim takes up to Limit jobs of the queue that may run at Now: those
 	// available, and those scheduled whose ScheduledAt is not after Now;
 	// higher Priority first, then earlier ScheduledAt, then lower id. Each
@@ -79,20 +110,24 @@ type Executor interface {
 	// Owner until Now+LeaseFor. Concurrent claims never take the same job
 	// (PostgreSQL: FOR UPDATE SKIP LOCKED).
 	Claim(ctx context.Context, p ClaimParams) ([]*weirtype.Job, error)
+
 	// Heartbeat extends to now+leaseFor each of the leases still held,
 	// and returns the job ids of those no longer held (their handlers
 	// must stop).
 	Heartbeat(ctx context.Context, now time.Time, leases []Lease, leaseFor time.Duration) (lost []int64, err error)
+
 	// Complete makes the job of a lease still held completed, with
 	// FinalizedAt now and the lease dropped. It returns ErrLeaseLost,
 	// changing nothing, when the lease is no longer held.
 	Complete(ctx context.Context, now time.Time, l Lease) (*weirtype.Job, error)
+
 	// CompleteMany completes, as Complete does and in one transaction,
 	// the job of each of the leases still held, and returns the ids of
 	// the jobs it did not complete, their leases lost (in the order of
 	// leases, each once), changing nothing for them. It lets a worker
 	// commit many completions at once.
 	CompleteMany(ctx context.Context, now time.Time, leases []Lease) (lost []int64, err error)
+
 	// Fail records a failed attempt of a job whose lease is held: the error
 	// is appended to the job's errors and the lease dropped. With an empty
 	// Abandon the job is scheduled to run again at RetryAt (available if
@@ -100,20 +135,19 @@ type Executor interface {
 	// dead letter is written in the same transaction. ErrLeaseLost when
 	// the lease is no longer held.
 	Fail(ctx context.Context, p FailParams) (*weirtype.Job, error)
+
 	// Snooze puts the job of a lease still held back to scheduled at
 	// until, giving back the attempt it used (Attempt one less) and
 	// dropping the lease. ErrLeaseLost when the lease is no longer held.
 	Snooze(ctx context.Context, now time.Time, l Lease, until time.Time) (*weirtype.Job, error)
-	// Cancel makes a job that is not final cancelled, whoever holds it (a
-	// running job's worker then finds its lease lost). ErrFinal, changing
-	// nothing, for a final job; ErrNotFound for a missing one.
-	Cancel(ctx context.Context, now time.Time, id int64) (*weirtype.Job, error)
+
 	// RescueExpired takes up to limit running jobs whose lease ended
 	// before now. Each with attempts left becomes available at now, with
 	// an error of type lease_expired recorded for the attempt that did
 	// not finish; each without becomes dead, with a dead letter of reason
 	// max_attempts_exceeded. It returns the ids of both kinds.
 	RescueExpired(ctx context.Context, now time.Time, limit int) (rescued, dead []int64, err error)
+
 	// ReleaseOwned makes every running job that owner holds available at
 	// now, with an error of type released recorded. With giveBack the
 	// attempt is given back (a graceful shutdown that ran out of time);
@@ -123,6 +157,7 @@ type Executor interface {
 	// max_attempts_exceeded, as RescueExpired does. It returns the ids of
 	// all.
 	ReleaseOwned(ctx context.Context, now time.Time, owner string, giveBack bool) ([]int64, error)
+
 	// ReleaseOwnedExcept gives back, at now, every running job that owner
 	// holds at a lease not among keep: as ReleaseOwned with giveBack, each
 	// becomes available at now, its attempt given back, with an error of
@@ -132,7 +167,11 @@ type Executor interface {
 	// rather than after their leases expire. It returns the ids, in
 	// ascending order.
 	ReleaseOwnedExcept(ctx context.Context, now time.Time, owner string, keep []Lease) ([]int64, error)
+}
 
+// Deadlines abandons the jobs past their deadline and keeps the late
+// results of attempts that succeeded after it.
+type Deadlines interface {
 	// ExpireDeadlines abandons, with reason deadline_exceeded, up to limit
 	// jobs that are not final and whose DeadlineAt is set and before now,
 	// oldest deadline first. Each becomes dead, with an error of type
@@ -142,6 +181,7 @@ type Executor interface {
 	// lease lost), so that a success of that attempt is recognised as late
 	// by CompleteLate. It returns the ids.
 	ExpireDeadlines(ctx context.Context, now time.Time, limit int) ([]int64, error)
+
 	// CompleteLate records the success of an attempt that finished after
 	// its job's deadline. If the lease is still held, the job is first
 	// abandoned at now as ExpireDeadlines does. Then, if the job is dead
@@ -152,9 +192,11 @@ type Executor interface {
 	// deadline, or one not passed at now, is ErrInvalid: the attempt is
 	// not late.
 	CompleteLate(ctx context.Context, now time.Time, l Lease) (*weirtype.LateResult, error)
+
 	// ListLateResults returns the late results that match f, lowest id
 	// first.
 	ListLateResults(ctx context.Context, f LateResultFilter) ([]*weirtype.LateResult, error)
+
 	// AcceptLateResult applies the late result with the id: its job,
 	// still dead past its deadline at the result's attempt, becomes
 	// completed at now, its dead letters are deleted, and the result is
@@ -162,22 +204,32 @@ type Executor interface {
 	// for one accepted already; ErrConflict, changing nothing, when the
 	// job was requeued, completed or purged since.
 	AcceptLateResult(ctx context.Context, now time.Time, id int64) (*weirtype.LateResult, error)
+}
 
+// Sweep finds the jobs that are stuck (the stuck sweep, the job-count
+// gauges).
+type Sweep interface {
 	// ListStuck returns up to limit running jobs whose latest attempt
 	// started before before, oldest first: their handler has not
 	// finished, though heartbeats may still hold the lease. (Waiting jobs
 	// stuck unclaimed are counted by CountJobs.)
 	ListStuck(ctx context.Context, before time.Time, limit int) ([]*weirtype.Job, error)
+
 	// CountJobs counts the jobs by queue, kind and state, and of each
 	// group those stuck since before stuckBefore: running jobs whose
 	// attempt started before it, and available or scheduled jobs due
 	// (ScheduledAt) before it.
 	CountJobs(ctx context.Context, stuckBefore time.Time) ([]JobCount, error)
+}
 
+// Outbox adds messages in the caller's transaction, and lets a relay
+// claim, publish, retry and purge them.
+type Outbox interface {
 	// AddOutbox adds messages to the outbox at now, all or none, and
 	// returns their ids in order: in the caller's transaction (an Executor
 	// bound to it), they commit or roll back with the caller's data.
 	AddOutbox(ctx context.Context, now time.Time, msgs []OutboxMessage) ([]int64, error)
+
 	// ClaimOutbox takes up to Limit unpublished messages due at Now (their
 	// NextAttemptAt not after it), held by no live lease and not among
 	// Holding, lowest id first, and holds them for Owner until
@@ -195,56 +247,76 @@ type Executor interface {
 	// ids it still holds as Holding. Once the lease ends another owner may
 	// take the outbox, with the messages the first held.
 	ClaimOutbox(ctx context.Context, p OutboxClaimParams) ([]*weirtype.OutboxMessage, error)
+
 	// MarkPublished marks published at now the messages ids that owner
 	// holds, drops their leases (where leases are per message), and
 	// returns how many it marked. A lease that has ended still holds
 	// until another owner claims.
 	MarkPublished(ctx context.Context, now time.Time, owner string, ids []int64) (int, error)
+
 	// RetryOutbox records a failed publish of the messages ids that owner
 	// holds: their attempt counts grow by one, lastError is kept, their
 	// leases are dropped and they are due again at retryAt. It returns
 	// how many it updated.
 	RetryOutbox(ctx context.Context, now time.Time, owner string, ids []int64, lastError string, retryAt time.Time) (int, error)
+
 	// ReleaseOutbox gives back the messages ids that owner holds, with no
 	// attempt counted, for any relay to claim at once, and returns how
 	// many it gave back. Where Features().ConcurrentRelays is false it
 	// ends owner's lease on the outbox, which gives back all it holds.
 	ReleaseOutbox(ctx context.Context, now time.Time, owner string, ids []int64) (int, error)
+
 	// PurgeOutbox deletes up to limit messages published before before,
 	// oldest first, and returns how many it deleted.
 	PurgeOutbox(ctx context.Context, before time.Time, limit int) (int, error)
+
 	// OutboxBacklog returns how many messages of the outbox are not
 	// published yet, and when the oldest of them was added.
 	OutboxBacklog(ctx context.Context) (OutboxBacklog, error)
+
 	// OutboxIdentity returns the store's identity, which the outbox relay
 	// puts in each message's broker id so that no two stores give two
 	// messages one id; see OutboxIdentity.
 	OutboxIdentity(ctx context.Context) (OutboxIdentity, error)
+}
+
+// Inbox records the messages a consumer handled, so that a redelivered
+// message is handled once.
+type Inbox interface {
 	// RecordInbox records, at now, that the message id of topic was
 	// handled, and reports whether this was the first time: false means a
 	// duplicate (the record exists), changing nothing. In the consumer's
 	// transaction, the record commits with the handler's effects.
 	RecordInbox(ctx context.Context, now time.Time, topic, id string) (first bool, err error)
+
 	// PurgeInbox deletes up to limit inbox records made before before and
 	// returns how many it deleted.
 	PurgeInbox(ctx context.Context, before time.Time, limit int) (int, error)
+}
 
+// Workflows keeps multi-step workflows as state machines, with their
+// history.
+type Workflows interface {
 	// CreateWorkflow creates the workflow p.ID, running in p.State, at now,
 	// unless one with that id exists, and returns the workflow with
 	// whether this call made it. The check and the insert are one atomic
 	// step. In the caller's transaction, the workflow commits with the
 	// caller's data.
 	CreateWorkflow(ctx context.Context, now time.Time, p WorkflowParams) (wf *weirtype.Workflow, created bool, err error)
+
 	// GetWorkflow returns the workflow with the id, or ErrNotFound.
 	GetWorkflow(ctx context.Context, id string) (*weirtype.Workflow, error)
+
 	// AdvanceWorkflow moves the running workflow p.ID from p.Version to
 	// p.State, p.Status, p.Data and p.Error at now, its version one more,
 	// and returns it. It returns ErrConflict, changing nothing, when the
 	// workflow is not running at p.Version (another run moved it on), and
 	// ErrNotFound when there is none.
 	AdvanceWorkflow(ctx context.Context, now time.Time, p AdvanceParams) (*weirtype.Workflow, error)
+
 	// ListWorkflows returns the workflows that match f, lowest id first.
 	ListWorkflows(ctx context.Context, f WorkflowFilter) ([]*weirtype.Workflow, error)
+
 	// ListWorkflowTransitions returns the history of the workflow id,
 	// oldest (lowest version) first: its creation (version 1, FromState
 	// empty) and each transition AdvanceWorkflow made, each written in
@@ -254,7 +326,10 @@ type Executor interface {
 	// no history (unknown, or older than the history itself: created and
 	// advanced by a weir that kept none) has an empty one.
 	ListWorkflowTransitions(ctx context.Context, id string, afterVersion int64, limit int) ([]*WorkflowTransition, error)
+}
 
+// Ledger is the effect ledger: each keyed side effect is done once.
+type Ledger interface {
 	// BeginEffect records, at now, that the effect k is about to run and
 	// returns its record. When k was begun before, it returns that record
 	// instead, with begun false: finished, it holds the result to use
@@ -263,37 +338,51 @@ type Executor interface {
 	// the caller must resolve it. Concurrent calls for one key begin it
 	// once.
 	BeginEffect(ctx context.Context, now time.Time, k EffectKey) (rec *weirtype.Effect, begun bool, err error)
+
 	// FinishEffect records result for the begun effect k at now and
 	// returns the record. An effect finished already keeps its first
 	// result, which is returned. It returns ErrNotFound when k was never
 	// begun.
 	FinishEffect(ctx context.Context, now time.Time, k EffectKey, result string) (*weirtype.Effect, error)
+
 	// ListEffects returns the effects of txn, by series then ordinal.
 	ListEffects(ctx context.Context, txn string) ([]*weirtype.Effect, error)
+
 	// CountEffects returns, for each series of txn, how many of its
 	// effects are finished.
 	CountEffects(ctx context.Context, txn string) (map[string]int, error)
+}
 
+// DeadLetters lists, shows, requeues and purges the dead-letter store.
+type DeadLetters interface {
 	// GetDeadLetter returns the dead letter with the id, or ErrNotFound.
 	GetDeadLetter(ctx context.Context, id int64) (*weirtype.DeadLetter, error)
+
 	// ListDeadLetters returns the dead letters that match f, lowest id
 	// first.
 	ListDeadLetters(ctx context.Context, f DeadLetterFilter) ([]*weirtype.DeadLetter, error)
+
 	// RequeueDeadLetters makes the jobs of the dead letters that match f
 	// available at now with their attempts reset to zero, their deadline
 	// cleared (it passed, or will soon: the operator decides anew) and an
 	// error of type requeued, attempt 0, appended to their error history,
 	// deletes those dead letters, and returns the job ids.
 	RequeueDeadLetters(ctx context.Context, now time.Time, f DeadLetterFilter) ([]int64, error)
+
 	// PurgeDeadLetters deletes the dead letters that match f, and their
 	// jobs, and returns how many dead letters it deleted.
 	PurgeDeadLetters(ctx context.Context, f DeadLetterFilter) (int, error)
+}
 
+// Operator lists jobs and runs them again: what an operator's tools (the
+// admin API, the CLI) do beside the dead-letter store.
+type Operator interface {
 	// ListJobs returns up to f.Limit jobs that match f, newest (highest
 	// id) first; pass the last id returned as the next page's f.Before.
 	// An unknown state in f.States, or a negative Limit or Before, is an
 	// error wrapping ErrInvalid that names it.
 	ListJobs(ctx context.Context, f JobFilter) ([]*weirtype.Job, error)
+
 	// RetryJob makes the job with the id run again at now, by state:
 	//
 	//   - available: nothing changes; the job is returned as it is.
@@ -601,7 +690,7 @@ type Features struct {
 	Notify bool
 	// ConcurrentRelays is true when several outbox relays can claim at
 	// once, each holding its own messages (PostgreSQL); otherwise one
-	// relay at a time holds the whole outbox (see Executor.ClaimOutbox).
+	// relay at a time holds the whole outbox (see Outbox.ClaimOutbox).
 	ConcurrentRelays bool
 }
 
