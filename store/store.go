@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/weirhq/weir/weirtype"
@@ -19,8 +18,10 @@ var (
 	// ErrSchemaTooNew: the database was migrated by a newer weir than this
 	// one; it refuses to run rather than misread it.
 	ErrSchemaTooNew = errors.New("store: database schema is newer than this weir")
-	// ErrInvalid: a parameter is out of range; the error names it.
-	ErrInvalid = errors.New("store: invalid parameter")
+	// ErrInvalid: a parameter is out of range; the error names it. It is
+	// weirtype.ErrInvalid, so that the checks of the filters kept in
+	// weirtype wrap it too.
+	ErrInvalid = weirtype.ErrInvalid
 	// ErrLeaseLost: the worker no longer holds the job's lease (it
 	// expired and the job was rescued, released or cancelled), so the
 	// worker may not finish it; another worker may hold it now.
@@ -410,63 +411,24 @@ type Operator interface {
 	RetryJob(ctx context.Context, now time.Time, id int64) (*weirtype.Job, error)
 }
 
-// Limits of JobFilter.Limit.
-const (
-	DefaultJobListLimit = 100
-	MaxJobListLimit     = 1000
+// The parameter and result types that users of the engine see too live in
+// weirtype; these aliases keep their store names.
+type (
+	// InsertResult is what one insert did, and the job it found or made.
+	InsertResult = weirtype.InsertResult
+	// JobFilter selects jobs for Operator.ListJobs.
+	JobFilter = weirtype.JobFilter
+	// DeadLetterFilter selects dead letters.
+	DeadLetterFilter = weirtype.DeadLetterFilter
+	// LateResultFilter selects late results.
+	LateResultFilter = weirtype.LateResultFilter
 )
 
-// JobFilter selects jobs for ListJobs. Zero fields match everything.
-type JobFilter struct {
-	// States, when not empty, keeps the jobs in one of them.
-	States []weirtype.State
-	// Kinds, when not empty, keeps the jobs of one of them.
-	Kinds []string
-	// Queue, when set, keeps the jobs of that queue.
-	Queue string
-	// Before is a keyset cursor: only jobs with an id below it. 0 starts
-	// from the newest job.
-	Before int64
-	// Limit is the most jobs returned. Default (0) 100
-	// (DefaultJobListLimit); a larger one than 1000 (MaxJobListLimit) is
-	// lowered to it; a negative one is ErrInvalid.
-	Limit int
-}
-
-// Normalize returns f with its defaults filled in and its states and
-// kinds each listed once, or an error wrapping ErrInvalid that names the
-// bad field. Drivers call it before reading.
-func (f JobFilter) Normalize() (JobFilter, error) {
-	switch {
-	case f.Limit < 0:
-		return f, fmt.Errorf("%w: limit %d is negative", ErrInvalid, f.Limit)
-	case f.Limit == 0:
-		f.Limit = DefaultJobListLimit
-	case f.Limit > MaxJobListLimit:
-		f.Limit = MaxJobListLimit
-	}
-	if f.Before < 0 {
-		return f, fmt.Errorf("%w: before %d is negative", ErrInvalid, f.Before)
-	}
-	var states []weirtype.State
-	for _, s := range f.States {
-		if !s.Valid() {
-			return f, fmt.Errorf("%w: state %q is unknown (want one of %v)", ErrInvalid, s, weirtype.States())
-		}
-		if !slices.Contains(states, s) {
-			states = append(states, s)
-		}
-	}
-	f.States = states
-	var kinds []string
-	for _, k := range f.Kinds {
-		if !slices.Contains(kinds, k) {
-			kinds = append(kinds, k)
-		}
-	}
-	f.Kinds = kinds
-	return f, nil
-}
+// Limits of JobFilter.Limit.
+const (
+	DefaultJobListLimit = weirtype.DefaultJobListLimit
+	MaxJobListLimit     = weirtype.MaxJobListLimit
+)
 
 // ClaimParams is what Claim takes.
 type ClaimParams struct {
@@ -505,29 +467,6 @@ type FailParams struct {
 	// Abandon, when set, abandons the job to the dead-letter store for
 	// this reason instead of retrying it.
 	Abandon weirtype.AbandonReason
-}
-
-// DeadLetterFilter selects dead letters. Zero fields match everything; a
-// filter with no field set matches every dead letter.
-type DeadLetterFilter struct {
-	// IDs, when not nil, restricts to those dead letters: an empty,
-	// non-nil IDs matches none, so that purging an empty selection
-	// purges nothing.
-	IDs []int64
-	// JobID, when not 0, restricts to the dead letters of that job.
-	JobID  int64
-	Kind   string
-	Queue  string
-	Reason weirtype.AbandonReason
-	// FailedBefore and FailedAfter bound FailedAt (before: strictly
-	// earlier; after: at or later).
-	FailedBefore time.Time
-	FailedAfter  time.Time
-	// AfterID and Limit page through ListDeadLetters: ids greater than
-	// AfterID, at most Limit of them (0: no limit). Requeue and purge
-	// ignore them.
-	AfterID int64
-	Limit   int
 }
 
 // OutboxMessage is a message to publish through the outbox.
@@ -644,18 +583,6 @@ type EffectKey struct {
 	Ordinal int64
 }
 
-// LateResultFilter selects late results. Zero fields match everything.
-type LateResultFilter struct {
-	JobID int64
-	Kind  string
-	// Pending restricts to the results not accepted yet.
-	Pending bool
-	// AfterID and Limit page: ids greater than AfterID, at most Limit of
-	// them (0: no limit).
-	AfterID int64
-	Limit   int
-}
-
 // JobCount is how many jobs of a queue and kind are in a state, and how
 // many of those are stuck.
 type JobCount struct {
@@ -730,12 +657,6 @@ type InsertParams struct {
 	// lease heartbeats keep alive is never reclaimed by an insert. Default
 	// 10 minutes.
 	StuckAfter time.Duration
-}
-
-// InsertResult is what one insert did, and the job it found or made.
-type InsertResult struct {
-	Job     *weirtype.Job
-	Outcome weirtype.InsertOutcome
 }
 
 // Normalize returns p with its defaults filled in, or an error wrapping
