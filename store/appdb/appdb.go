@@ -5,8 +5,10 @@
 // their tables this way.
 //
 // Statements number their parameters ($1, $2, …), which both SQLite and
-// PostgreSQL read, so one statement serves both drivers; the schema, which
-// differs (types, keys), is given per driver.
+// PostgreSQL read, so one statement serves both drivers. An application's
+// tables get a versioned history of their own with MigrateTables: files
+// NNNN_name.sql that serve both drivers, recorded in a table of the
+// application's, apart from weir's weir_migrations.
 package appdb
 
 import (
@@ -206,15 +208,10 @@ func (d *DB) RunTx(ctx context.Context, fn func(Tx) error) error { return d.runT
 
 // Migrate brings weir's tables up to date, then runs the application's
 // schema for this driver: statements that can run again (CREATE … IF NOT
-// EXISTS), separated by semicolons.
+// EXISTS), separated by semicolons. MigrateTables gives an application's
+// tables a versioned history instead.
 func (d *DB) Migrate(ctx context.Context, schema map[Driver]string) error {
-	m, ok := d.Store.(interface {
-		Migrate(context.Context) (int, error)
-	})
-	if !ok {
-		return errors.New("appdb: the store cannot migrate")
-	}
-	if _, err := m.Migrate(ctx); err != nil {
+	if err := d.migrateStore(ctx); err != nil {
 		return err
 	}
 	s := schema[d.Driver]
