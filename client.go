@@ -16,7 +16,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weirhq/weir/clock"
-	"github.com/weirhq/weir/metrics"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/weirtype"
 )
@@ -104,9 +103,10 @@ type Config struct {
 	// SweepEvery is how often a started client runs the stuck sweep.
 	// Default 15 min.
 	SweepEvery time.Duration
-	// Metrics, when set, receives the client's counters and latencies
-	// (see package metrics). Default none.
-	Metrics *metrics.Metrics
+	// Metrics, when set, receives the client's counters and latencies:
+	// a *metrics.Metrics of package github.com/weirhq/weir/metrics, which
+	// exports them to Prometheus, or any other Metrics. Default none.
+	Metrics Metrics
 	// TracerProvider, when set, makes an OpenTelemetry span of each job
 	// attempt ("weir.job <kind>", with the job's id, kind, queue and
 	// attempt; its error recorded). Default none: no spans.
@@ -174,6 +174,9 @@ func (c Config) withDefaults() (Config, error) {
 	c.Clock = clock.Or(c.Clock)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Metrics == nil {
+		c.Metrics = noMetrics{}
 	}
 	return c, nil
 }
@@ -526,10 +529,10 @@ type InsertManyParams struct {
 // attempts come from its KindConfig when the kind is registered with this
 // client, and from the store's defaults otherwise (a client may insert
 // kinds that other processes work).
-func (c *Client) Insert(ctx context.Context, args JobArgs, opts *InsertOpts) (store.InsertResult, error) {
+func (c *Client) Insert(ctx context.Context, args JobArgs, opts *InsertOpts) (weirtype.InsertResult, error) {
 	rs, err := c.insert(ctx, c.ex, []InsertManyParams{{Args: args, Opts: opts}}, true)
 	if err != nil {
-		return store.InsertResult{}, err
+		return weirtype.InsertResult{}, err
 	}
 	return rs[0], nil
 }
@@ -541,27 +544,27 @@ func (c *Client) Insert(ctx context.Context, args JobArgs, opts *InsertOpts) (st
 // PostgreSQL the commit's notification wakes the producers of every client
 // (LISTEN/NOTIFY); on SQLite they find it at their next poll
 // (Config.PollEvery).
-func (c *Client) InsertTx(ctx context.Context, ex store.Executor, args JobArgs, opts *InsertOpts) (store.InsertResult, error) {
+func (c *Client) InsertTx(ctx context.Context, ex store.Executor, args JobArgs, opts *InsertOpts) (weirtype.InsertResult, error) {
 	if ex == nil {
-		return store.InsertResult{}, errors.New("weir: InsertTx: the executor is nil")
+		return weirtype.InsertResult{}, errors.New("weir: InsertTx: the executor is nil")
 	}
 	rs, err := c.insert(ctx, ex, []InsertManyParams{{Args: args, Opts: opts}}, false)
 	if err != nil {
-		return store.InsertResult{}, err
+		return weirtype.InsertResult{}, err
 	}
 	return rs[0], nil
 }
 
 // InsertMany inserts the jobs in one transaction, all or none, and returns
 // their results in order.
-func (c *Client) InsertMany(ctx context.Context, params []InsertManyParams) ([]store.InsertResult, error) {
+func (c *Client) InsertMany(ctx context.Context, params []InsertManyParams) ([]weirtype.InsertResult, error) {
 	if len(params) == 0 {
 		return nil, nil
 	}
 	return c.insert(ctx, c.ex, params, true)
 }
 
-func (c *Client) insert(ctx context.Context, ex store.Executor, params []InsertManyParams, wake bool) ([]store.InsertResult, error) {
+func (c *Client) insert(ctx context.Context, ex store.Executor, params []InsertManyParams, wake bool) ([]weirtype.InsertResult, error) {
 	now := c.clock.Now()
 	ps := make([]store.InsertParams, len(params))
 	for i, p := range params {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/clock"
-	"github.com/weirhq/weir/metrics"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/weirtype"
 )
@@ -245,7 +244,7 @@ func (c *Client) writeCompletions(xs []completion) error {
 		l := x.run.lease
 		switch {
 		case x.run.superseded.Load():
-			c.cfg.Metrics.AttemptDone(x.kind, x.queue, metrics.LeaseLost, x.ran)
+			c.cfg.Metrics.AttemptDone(x.kind, x.queue, weirtype.AttemptLeaseLost, x.ran)
 			x.log.Warn("attempt superseded by a later one; its success is not recorded")
 		case err != nil:
 			c.logWriteErr(x.log, "complete", err)
@@ -254,10 +253,10 @@ func (c *Client) writeCompletions(xs []completion) error {
 			// One try: the completer must not wait on it.
 			c.completeLate(x.log, &weirtype.Job{ID: l.ID, Kind: x.kind, Queue: x.queue, DeadlineAt: x.deadlineAt}, x.run, x.ran, false)
 		case isLost[l.ID]:
-			c.cfg.Metrics.AttemptDone(x.kind, x.queue, metrics.LeaseLost, x.ran)
+			c.cfg.Metrics.AttemptDone(x.kind, x.queue, weirtype.AttemptLeaseLost, x.ran)
 			c.logWriteErr(x.log, "complete", fmt.Errorf("weir: job %d at attempt %d: %w", l.ID, l.Attempt, store.ErrLeaseLost))
 		default:
-			c.cfg.Metrics.AttemptDone(x.kind, x.queue, metrics.Completed, x.ran)
+			c.cfg.Metrics.AttemptDone(x.kind, x.queue, weirtype.AttemptCompleted, x.ran)
 			if x.retried {
 				x.log.Info("job succeeded after retries", "latency", now.Sub(x.createdAt))
 			} else {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/weirtype"
 )
 
@@ -15,7 +14,7 @@ import (
 // time; zero fields match everything), and ages read on the client's
 // clock, as the CLI's "weir dlq" and the admin API take them.
 type DeadLetterFilter struct {
-	store.DeadLetterFilter
+	weirtype.DeadLetterFilter
 	// OlderThan, when positive, keeps the dead letters that failed more
 	// than OlderThan before now on the client's clock (as
 	// "weir dlq purge -before 72h"). With FailedBefore set too, the
@@ -31,7 +30,7 @@ type DeadLetterFilter struct {
 // a bad field. With bulk (a requeue or a purge, which act on every dead
 // letter that matches), the paging fields are refused rather than
 // ignored: a purge "limited" to ten dead letters must not purge them all.
-func (f DeadLetterFilter) storeFilter(now time.Time, bulk bool) (store.DeadLetterFilter, error) {
+func (f DeadLetterFilter) storeFilter(now time.Time, bulk bool) (weirtype.DeadLetterFilter, error) {
 	sf := f.DeadLetterFilter
 	switch {
 	case f.OlderThan < 0:

@@ -47,9 +47,11 @@
 //     both;
 //   - on PostgreSQL, LISTEN/NOTIFY wakes every client's workers when a job
 //     is inserted anywhere; polling ([Config.PollEvery]) is the fallback;
-//   - [Config.Metrics] ([github.com/weirhq/weir/metrics]) counts inserts,
-//     attempts, dead letters and sweeps on the caller's Prometheus
-//     registry; logs go to [Config.Logger] at INFO for retries, WARN as a
+//   - [Config.Metrics] receives counts of inserts, attempts, dead
+//     letters and sweeps through the small [Metrics] interface, which
+//     [github.com/weirhq/weir/metrics] implements on the caller's
+//     Prometheus registry (the engine itself imports no metrics library);
+//     logs go to [Config.Logger] at INFO for retries, WARN as a
 //     job nears its last attempt or its TTL, ERROR for dead letters.
 //
 // The client does not migrate the store: call its Migrate first. Time comes

@@ -12,7 +12,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/weirhq/weir/metrics"
 	"github.com/weirhq/weir/resilience/backoff"
 	"github.com/weirhq/weir/resilience/retry"
 	"github.com/weirhq/weir/store"
@@ -298,7 +297,7 @@ func (c *Client) finish(ctx context.Context, log *slog.Logger, reg *registration
 	switch {
 	case r.superseded.Load():
 		log.Warn("attempt superseded by a later one; its outcome is not recorded", "err", fmt.Sprint(err))
-		m.AttemptDone(j.Kind, j.Queue, metrics.LeaseLost, ran)
+		m.AttemptDone(j.Kind, j.Queue, weirtype.AttemptLeaseLost, ran)
 		return false
 	case err == nil && pastDeadline(j, now):
 		c.completeLate(log, j, r, ran, true)
@@ -314,7 +313,7 @@ func (c *Client) finish(ctx context.Context, log *slog.Logger, reg *registration
 	case ctx.Err() != nil && errors.Is(cause, store.ErrLeaseLost):
 		// Nothing to record: a lost lease is someone else's now.
 		log.Info("attempt interrupted", "cause", cause.Error(), "err", err.Error())
-		m.AttemptDone(j.Kind, j.Queue, metrics.LeaseLost, ran)
+		m.AttemptDone(j.Kind, j.Queue, weirtype.AttemptLeaseLost, ran)
 		return false
 	case errors.As(err, &snooze):
 		if err := c.retryWrite(log, "snooze", func(ctx context.Context) error {
@@ -327,7 +326,7 @@ func (c *Client) finish(ctx context.Context, log *slog.Logger, reg *registration
 			c.logWriteErr(log, "snooze", err)
 			return false
 		}
-		m.AttemptDone(j.Kind, j.Queue, metrics.Snoozed, ran)
+		m.AttemptDone(j.Kind, j.Queue, weirtype.AttemptSnoozed, ran)
 		if snooze.d <= 0 {
 			c.wake(j.Queue)
 		}
@@ -380,7 +379,7 @@ func (c *Client) finish(ctx context.Context, log *slog.Logger, reg *registration
 		c.logWriteErr(log, "record the failed attempt", ferr)
 		return false
 	}
-	m.AttemptDone(j.Kind, j.Queue, metrics.Failed, ran)
+	m.AttemptDone(j.Kind, j.Queue, weirtype.AttemptFailed, ran)
 	if p.Abandon != "" {
 		m.DeadLettered(j.Kind, j.Queue, p.Abandon)
 		log.Error("job abandoned to the dead-letter store", "reason", string(p.Abandon), "attempts", j.Attempt, "err", err.Error())
@@ -433,11 +432,11 @@ func (c *Client) completeLate(log *slog.Logger, j *weirtype.Job, r *runningJob, 
 		cancel()
 	}
 	if err != nil {
-		c.cfg.Metrics.AttemptDone(j.Kind, j.Queue, metrics.LeaseLost, ran)
+		c.cfg.Metrics.AttemptDone(j.Kind, j.Queue, weirtype.AttemptLeaseLost, ran)
 		c.logWriteErr(log, "record the late result", err)
 		return
 	}
-	c.cfg.Metrics.AttemptDone(j.Kind, j.Queue, metrics.Late, ran)
+	c.cfg.Metrics.AttemptDone(j.Kind, j.Queue, weirtype.AttemptLate, ran)
 	// This call abandoned the job itself when the deadline sweep had not:
 	// the job was then finalized when the late result was received.
 	ctx, cancel := context.WithTimeout(context.Background(), c.storeTimeout())

@@ -261,7 +261,7 @@ func (c *Client) listenLoop(n store.Notifier) {
 
 // LateResults returns the late results that match f: successes of
 // attempts that finished after their job's deadline had abandoned it.
-func (c *Client) LateResults(ctx context.Context, f store.LateResultFilter) ([]*weirtype.LateResult, error) {
+func (c *Client) LateResults(ctx context.Context, f weirtype.LateResultFilter) ([]*weirtype.LateResult, error) {
 	rs, err := c.ex.ListLateResults(ctx, f)
 	if err != nil {
 		return nil, fmt.Errorf("weir: late results: %w", err)

@@ -41,23 +41,24 @@ type Options struct {
 }
 
 // Outcome is how one attempt of a job ended, as [Metrics.AttemptDone]
-// records it. The strings are stable: they are metric label values.
-type Outcome string
+// records it: weirtype's, so that the engine reports it without importing
+// this package. The strings are stable: they are metric label values.
+type Outcome = weirtype.AttemptOutcome
 
 // The outcomes of an attempt.
 const (
 	// Completed: the handler succeeded and the job completed.
-	Completed Outcome = "completed"
+	Completed = weirtype.AttemptCompleted
 	// Failed: the handler failed; the job is retried or abandoned.
-	Failed Outcome = "failed"
+	Failed = weirtype.AttemptFailed
 	// Snoozed: the handler asked to run the job again later.
-	Snoozed Outcome = "snoozed"
+	Snoozed = weirtype.AttemptSnoozed
 	// Late: the handler succeeded after the job's deadline had abandoned
 	// it; a late result was stored.
-	Late Outcome = "late"
+	Late = weirtype.AttemptLate
 	// LeaseLost: the worker lost the job's lease before it finished, so
 	// its result was not recorded.
-	LeaseLost Outcome = "lease_lost"
+	LeaseLost = weirtype.AttemptLeaseLost
 )
 
 // Error types of retry_job_errors_total.
@@ -74,9 +75,9 @@ var attemptBuckets = []float64{
 	1, 2.5, 5, 10, 30, 60, 120, 300, 600,
 }
 
-// Metrics holds weir's Prometheus collectors. The engine calls its hooks;
-// every hook is cheap, safe for concurrent use, and a no-op on a nil
-// *Metrics, so that an engine without metrics passes nil.
+// Metrics holds weir's Prometheus collectors. The engine calls its hooks
+// (it is a weir.Metrics, which Config.Metrics takes); every hook is cheap,
+// safe for concurrent use, and a no-op on a nil *Metrics.
 type Metrics struct {
 	enqueued        *prometheus.CounterVec
 	attemptDuration *prometheus.HistogramVec
