@@ -13,6 +13,7 @@ import (
 
 	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/broker/nats"
+	"github.com/weirhq/weir/broker/nats/natsembed"
 	"github.com/weirhq/weir/inbox"
 	"github.com/weirhq/weir/internal/teststore"
 	"github.com/weirhq/weir/outbox"
@@ -27,15 +28,8 @@ import (
 func TestOutboxToInboxThroughTheEmbeddedBroker(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	b, err := nats.OpenEmbedded(ctx, nats.EmbeddedConfig{Dir: t.TempDir(), Broker: nats.Config{Logger: slog.New(slog.DiscardHandler)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
 	const topic = "grading.request"
-	if err := b.Declare(ctx, topic); err != nil {
-		t.Fatal(err)
-	}
+	b := openEmbedded(ctx, t, topic)
 
 	producer := openSQLite(t, "producer.db")
 	consumer := openSQLite(t, "consumer.db")
@@ -145,4 +139,19 @@ func TestOutboxToInboxThroughTheEmbeddedBroker(t *testing.T) {
 
 func openSQLite(t *testing.T, name string) *sqlite.Store {
 	return teststore.SQLite(t, filepath.Join(t.TempDir(), name))
+}
+
+// openEmbedded starts an embedded NATS broker for t, closed when t ends,
+// with topics declared.
+func openEmbedded(ctx context.Context, t *testing.T, topics ...string) *natsembed.Broker {
+	t.Helper()
+	b, err := natsembed.Open(ctx, natsembed.Config{Dir: t.TempDir(), Broker: nats.Config{Logger: slog.New(slog.DiscardHandler)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	if err := b.Declare(ctx, topics...); err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -4,28 +4,18 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/broker/nats"
+	"github.com/weirhq/weir/internal/eventually"
 	"github.com/weirhq/weir/internal/faultproxy"
 	"github.com/weirhq/weir/outbox"
 	"github.com/weirhq/weir/store"
 )
-
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
 
 // The relay publishes to a NATS server through a proxy that is cut for a
 // few seconds, long enough for its breaker to open, with messages added
@@ -35,17 +25,9 @@ func TestBacklogDrainsSoonAfterABrokerOutage(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	port := freePort(t)
-	eb, err := nats.OpenEmbedded(ctx, nats.EmbeddedConfig{Dir: t.TempDir(), Port: port, Broker: nats.Config{Logger: slog.New(slog.DiscardHandler)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = eb.Close() })
 	const topic = "outage"
-	if err := eb.Declare(ctx, topic); err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := faultproxy.New(fmt.Sprintf("127.0.0.1:%d", port))
+	eb := openEmbedded(ctx, t, topic)
+	proxy, err := faultproxy.New(strings.TrimPrefix(eb.URL(), "nats://"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,12 +63,10 @@ func TestBacklogDrainsSoonAfterABrokerOutage(t *testing.T) {
 	waitDelivered := func(want int, within time.Duration) time.Duration {
 		t.Helper()
 		begin := time.Now()
-		for delivered() < want {
-			if time.Since(begin) > within {
-				t.Fatalf("%d of %d messages delivered %v after the broker came back", delivered(), want, within)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		eventually.True(t, fmt.Sprintf("%d messages delivered after the broker came back", want), within, func() (bool, string) {
+			n := delivered()
+			return n >= want, fmt.Sprintf("%d delivered", n)
+		})
 		return time.Since(begin)
 	}
 
@@ -117,13 +97,9 @@ func TestBacklogDrainsSoonAfterABrokerOutage(t *testing.T) {
 	for i := range 5 {
 		add(40, fmt.Sprint("during-", i))
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for len(logs.find(slog.LevelWarn, "breaker opened")) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the relay's breaker did not open within 30 s of the outage")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually.True(t, "the relay's breaker opened after the outage", 30*time.Second, func() (bool, string) {
+		return len(logs.find(slog.LevelWarn, "breaker opened")) > 0, "not logged"
+	})
 	time.Sleep(3 * time.Second) // the outage goes on: a probe fails meanwhile
 	proxy.Restore()
 	took := waitDelivered(300, 15*time.Second)

@@ -12,7 +12,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weirhq/weir/broker"
-	"github.com/weirhq/weir/broker/nats"
 	"github.com/weirhq/weir/inbox"
 	"github.com/weirhq/weir/outbox"
 	"github.com/weirhq/weir/store"
@@ -28,21 +27,14 @@ func TestTraceContextCrossesTheBroker(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	defer tp.Shutdown(context.Background())
 
-	b, err := nats.OpenEmbedded(ctx, nats.EmbeddedConfig{Dir: t.TempDir(), Broker: nats.Config{Logger: slog.New(slog.DiscardHandler)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
 	const topic = "traced"
-	if err := b.Declare(ctx, topic); err != nil {
-		t.Fatal(err)
-	}
+	b := openEmbedded(ctx, t, topic)
 	producer := openSQLite(t, "producer.db")
 	consumer := openSQLite(t, "consumer.db")
 
 	// The request that adds the message, in a span of its own.
 	reqCtx, req := tp.Tracer("test").Start(ctx, "request")
-	err = producer.RunTx(reqCtx, func(_ *sql.Tx, ex store.Executor) error {
+	err := producer.RunTx(reqCtx, func(_ *sql.Tx, ex store.Executor) error {
 		_, err := outbox.Add(reqCtx, ex, time.Now(), store.OutboxMessage{Topic: topic, Key: "k", Payload: []byte("hello"),
 			Headers: map[string]string{"Own": "header"}})
 		return err

@@ -1,4 +1,4 @@
-package nats
+package nats_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/broker/brokertest"
+	"github.com/weirhq/weir/broker/nats"
+	"github.com/weirhq/weir/internal/eventually"
 	"github.com/weirhq/weir/internal/faultproxy"
 )
 
@@ -19,7 +21,7 @@ import (
 func TestOpenWhileTheServerIsUnreachable(t *testing.T) {
 	t.Parallel()
 	eb := openEmbeddedTest(t)
-	proxy, err := faultproxy.New(strings.TrimPrefix(eb.srv.url(), "nats://"))
+	proxy, err := faultproxy.New(strings.TrimPrefix(eb.URL(), "nats://"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,13 +31,13 @@ func TestOpenWhileTheServerIsUnreachable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	if b, err := Open(ctx, Config{URL: url, ConnectTimeout: 2 * time.Second, Logger: testLogger()}); err == nil {
+	if b, err := nats.Open(ctx, nats.Config{URL: url, ConnectTimeout: 2 * time.Second, Logger: testLogger()}); err == nil {
 		b.Close()
 		t.Fatal("Open without RetryFirstConnect connected through a cut proxy")
 	}
 
 	begin := time.Now()
-	b := openTest(t, Config{URL: url, RetryFirstConnect: true, ReconnectWait: 200 * time.Millisecond})
+	b := openTest(t, nats.Config{URL: url, RetryFirstConnect: true, ReconnectWait: 200 * time.Millisecond})
 	if took := time.Since(begin); took > 10*time.Second {
 		t.Fatalf("Open took %v", took)
 	}
@@ -57,13 +59,10 @@ func TestOpenWhileTheServerIsUnreachable(t *testing.T) {
 	}
 
 	proxy.Restore()
-	deadline := time.Now().Add(30 * time.Second)
-	for up, _ := b.Connected(); !up; up, _ = b.Connected() {
-		if time.Now().After(deadline) {
-			t.Fatal("not connected 30 s after the server became reachable")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventually.True(t, "connected after the server became reachable", 30*time.Second, func() (bool, string) {
+		up, _ := b.Connected()
+		return up, "not connected"
+	})
 	if err := b.Declare(ctx, topic); err != nil {
 		t.Fatalf("Declare once connected: %v", err)
 	}
@@ -88,7 +87,7 @@ func TestOpenRefusesABadURL(t *testing.T) {
 		"nats://u:secret@[::1":           "not a URL",
 		"nats://127.0.0.1:4222,ftp://h":  `scheme "ftp"`,
 	} {
-		b, err := Open(ctx, Config{URL: url, RetryFirstConnect: true, Logger: testLogger()})
+		b, err := nats.Open(ctx, nats.Config{URL: url, RetryFirstConnect: true, Logger: testLogger()})
 		if err == nil {
 			b.Close()
 			t.Errorf("Open(%q) worked", url)

@@ -1,6 +1,7 @@
 // Package nats is weir's broker.Broker over NATS JetStream, against a NATS
-// server of one's own (Open) or one started in the process, storing in a
-// directory (OpenEmbedded): weir's single-machine broker.
+// server of one's own (Open). Package natsembed runs the same driver over
+// a server started in the process, storing in a directory: weir's
+// single-machine broker. This package does not build the server in.
 //
 // # Streams
 //
@@ -33,12 +34,11 @@
 //
 // # The embedded server
 //
-// OpenEmbedded runs the server in the process, its streams in
-// EmbeddedConfig.Dir, for one process per directory: it locks
-// Dir/weir-embedded.lock (flock, released on Close or when the process
-// dies), and a second OpenEmbedded on the directory, in this process or
-// another, fails with ErrDirInUse. Processes that share a broker need a
-// NATS server of their own, or RabbitMQ.
+// natsembed.Open runs the server in the process, its streams in a
+// directory, for one process per directory (a second Open on it fails
+// with natsembed.ErrDirInUse), and returns this package's Broker over it.
+// Processes that share a broker need a NATS server of their own, or
+// RabbitMQ.
 //
 // # Consuming
 //

@@ -163,7 +163,6 @@ type Broker struct {
 	log *slog.Logger
 	nc  *natsgo.Conn
 	js  jetstream.JetStream
-	srv *embedded // the in-process server OpenEmbedded started, or nil
 	// done is closed by Close; it stops the consumers.
 	done chan struct{}
 
@@ -178,7 +177,6 @@ type Broker struct {
 	connects atomic.Uint64
 
 	closeOnce sync.Once
-	closeErr  error
 }
 
 var (
@@ -196,14 +194,9 @@ func Open(ctx context.Context, cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return open(ctx, cfg, nil)
-}
-
-func open(ctx context.Context, cfg Config, srv *embedded) (*Broker, error) {
 	b := &Broker{
 		cfg:     cfg,
 		log:     cfg.Logger.With(slog.String("broker", "nats")),
-		srv:     srv,
 		done:    make(chan struct{}),
 		flights: map[seqKey]*flight{},
 		recent:  map[seqKey]outcome{},
@@ -359,18 +352,14 @@ func (b *Broker) Features() broker.Features {
 	return broker.Features{Name: "nats", Dedupe: true, DedupeWindow: b.cfg.DedupeWindow}
 }
 
-// Close closes the connection and, for a Broker from OpenEmbedded, shuts
-// its server down. Consumers return ErrClosed. Calling it again returns
-// the first call's result.
+// Close closes the connection. Consumers return ErrClosed. Calling it
+// again does nothing.
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		close(b.done)
 		b.nc.Close()
-		if b.srv != nil {
-			b.closeErr = b.srv.shutdown()
-		}
 	})
-	return b.closeErr
+	return nil
 }
 
 func (b *Broker) closed() bool {

@@ -1,4 +1,4 @@
-package nats
+package nats_test
 
 import (
 	"context"
@@ -15,6 +15,9 @@ import (
 
 	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/broker/brokertest"
+	"github.com/weirhq/weir/broker/nats"
+	"github.com/weirhq/weir/broker/nats/natsembed"
+	"github.com/weirhq/weir/internal/eventually"
 	"github.com/weirhq/weir/internal/testenv"
 )
 
@@ -37,16 +40,16 @@ func testLogger() *slog.Logger {
 // with prefix.
 func opener(url, prefix string) func(t *testing.T) broker.Broker {
 	return func(t *testing.T) broker.Broker {
-		return openTest(t, Config{URL: url, StreamPrefix: prefix})
+		return openTest(t, nats.Config{URL: url, StreamPrefix: prefix})
 	}
 }
 
-func openTest(t *testing.T, cfg Config) *Broker {
+func openTest(t *testing.T, cfg nats.Config) *nats.Broker {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cfg.Logger = testLogger()
-	b, err := Open(ctx, cfg)
+	b, err := nats.Open(ctx, cfg)
 	if err != nil {
 		t.Fatalf("open %s: %v", cfg.URL, err)
 	}
@@ -67,16 +70,17 @@ func systemPrefix(t *testing.T, url string) string {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		b, err := Open(ctx, Config{URL: url, Logger: testLogger()})
+		b, err := nats.Open(ctx, nats.Config{URL: url, Logger: testLogger()})
 		if err != nil {
 			t.Errorf("delete the test's streams: %v", err)
 			return
 		}
 		defer b.Close()
-		names := b.js.StreamNames(ctx)
+		js := nats.JetStream(b)
+		names := js.StreamNames(ctx)
 		for name := range names.Name() {
 			if strings.HasPrefix(name, prefix) {
-				if err := b.js.DeleteStream(ctx, name); err != nil {
+				if err := js.DeleteStream(ctx, name); err != nil {
 					t.Errorf("delete stream %s: %v", name, err)
 				}
 			}
@@ -119,40 +123,36 @@ func restartSystemServer(t *testing.T, rawURL string) {
 // waitListening polls addr until it accepts a connection.
 func waitListening(t *testing.T, addr string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	eventually.True(t, "nats-server accepts connections at "+addr+" after its start", 30*time.Second, func() (bool, string) {
 		conn, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			conn.Close()
-			return
+		if err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nats-server does not accept connections at %s 30 s after its start: %v", addr, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		conn.Close()
+		return true, ""
+	})
 }
 
-// TestEmbedded runs the conformance suite against the server OpenEmbedded
-// starts; its restart case shuts that server down and starts another on
-// the same directory and port.
+// TestEmbedded runs the conformance suite against the server
+// natsembed.Open starts; its restart case shuts that server down and
+// starts another on the same directory and port.
 func TestEmbedded(t *testing.T) {
 	eb := openEmbeddedTest(t)
 	brokertest.Run(t, brokertest.Harness{
-		Open: opener(eb.srv.url(), ""),
+		Open: opener(eb.URL(), ""),
 		Restart: func(t *testing.T) {
-			if err := eb.srv.restart(); err != nil {
+			if err := eb.Restart(); err != nil {
 				t.Fatalf("restart the embedded server: %v", err)
 			}
 		},
 	})
 }
 
-func openEmbeddedTest(t *testing.T) *Broker {
+func openEmbeddedTest(t *testing.T) *natsembed.Broker {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	eb, err := OpenEmbedded(ctx, EmbeddedConfig{Dir: t.TempDir(), Broker: Config{Logger: testLogger()}})
+	eb, err := natsembed.Open(ctx, natsembed.Config{Dir: t.TempDir(), Broker: nats.Config{Logger: testLogger()}})
 	if err != nil {
 		t.Fatalf("open embedded: %v", err)
 	}
@@ -173,17 +173,17 @@ func TestMaxDeliveriesAdvisory(t *testing.T) {
 	t.Run("system", func(t *testing.T) {
 		url := testenv.NATS(t)
 		t.Parallel()
-		cfg := Config{URL: url, StreamPrefix: systemPrefix(t, url)}
-		testDiesEachTime(t, func(t *testing.T) *Broker { return openTest(t, cfg) })
+		cfg := nats.Config{URL: url, StreamPrefix: systemPrefix(t, url)}
+		testDiesEachTime(t, func(t *testing.T) *nats.Broker { return openTest(t, cfg) })
 	})
 	t.Run("embedded", func(t *testing.T) {
 		t.Parallel()
 		eb := openEmbeddedTest(t)
-		testDiesEachTime(t, func(t *testing.T) *Broker { return openTest(t, Config{URL: eb.srv.url()}) })
+		testDiesEachTime(t, func(t *testing.T) *nats.Broker { return openTest(t, nats.Config{URL: eb.URL()}) })
 	})
 }
 
-func testDiesEachTime(t *testing.T, open func(t *testing.T) *Broker) {
+func testDiesEachTime(t *testing.T, open func(t *testing.T) *nats.Broker) {
 	b := open(t)
 	topic := brokertest.Topic(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -250,19 +250,11 @@ func testDiesEachTime(t *testing.T, open func(t *testing.T) *Broker) {
 			return nil
 		})
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	eventually.True(t, "the message dead-lettered", 30*time.Second, func() (bool, string) {
 		mu.Lock()
-		n := len(dead)
-		mu.Unlock()
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the message was not dead-lettered within 30 s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		defer mu.Unlock()
+		return len(dead) > 0, "no dead letter"
+	})
 	time.Sleep(2 * time.Second) // neither dead-lettered again nor delivered
 	stop()
 	if err := <-done; !errors.Is(err, context.Canceled) {
@@ -290,7 +282,7 @@ func testDiesEachTime(t *testing.T, open func(t *testing.T) *Broker) {
 func TestPublishToUndeclaredTopic(t *testing.T) {
 	t.Parallel()
 	eb := openEmbeddedTest(t)
-	b := openTest(t, Config{URL: eb.srv.url()})
+	b := openTest(t, nats.Config{URL: eb.URL()})
 	topic := brokertest.Topic(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -317,7 +309,7 @@ func TestDeclareIsIdempotent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	other, err := Open(ctx, Config{URL: eb.srv.url(), DedupeWindow: time.Minute, Logger: testLogger()})
+	other, err := nats.Open(ctx, nats.Config{URL: eb.URL(), DedupeWindow: time.Minute, Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +317,7 @@ func TestDeclareIsIdempotent(t *testing.T) {
 	if err := other.Declare(ctx, topic); err != nil {
 		t.Fatal(err)
 	}
-	s, err := eb.js.Stream(ctx, eb.streamName(topic))
+	s, err := nats.JetStream(eb.Broker).Stream(ctx, nats.StreamName(eb.Broker, topic))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +331,7 @@ func TestDeclareIsIdempotent(t *testing.T) {
 func TestCloseEndsConsume(t *testing.T) {
 	t.Parallel()
 	eb := openEmbeddedTest(t)
-	b := openTest(t, Config{URL: eb.srv.url()})
+	b := openTest(t, nats.Config{URL: eb.URL()})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	topic := brokertest.Topic(t)
@@ -355,120 +347,14 @@ func TestCloseEndsConsume(t *testing.T) {
 	b.Close()
 	select {
 	case err := <-done:
-		if !errors.Is(err, ErrClosed) {
+		if !errors.Is(err, nats.ErrClosed) {
 			t.Fatalf("consume returned %v, want ErrClosed", err)
 		}
 	case <-ctx.Done():
 		t.Fatal("consume did not return after Close")
 	}
-	if err := b.Publish(ctx, []broker.Message{{ID: "1", Topic: topic}}); !errors.Is(err, ErrClosed) {
+	if err := b.Publish(ctx, []broker.Message{{ID: "1", Topic: topic}}); !errors.Is(err, nats.ErrClosed) {
 		t.Fatalf("publish after close: %v, want ErrClosed", err)
-	}
-}
-
-func TestSafeName(t *testing.T) {
-	t.Parallel()
-	long := strings.Repeat("a", 70)
-	tests := []struct {
-		in, want string
-		hashed   bool // want is followed by 8 hex digits of in's hash
-	}{
-		{in: "orders", want: "orders"},
-		{in: "Orders_v2-x", want: "Orders_v2-x"},
-		{in: "orders.created", want: "orders_created_", hashed: true},
-		{in: "a b/c\\d", want: "a_b_c_d_", hashed: true},
-		{in: long, want: long[:maxNameLen] + "_", hashed: true},
-	}
-	for _, tt := range tests {
-		got := safeName(tt.in)
-		if !tt.hashed && got != tt.want || tt.hashed && (!strings.HasPrefix(got, tt.want) || len(got) != len(tt.want)+8) {
-			t.Errorf("safeName(%q) = %q, want %q (hashed %v)", tt.in, got, tt.want, tt.hashed)
-		}
-	}
-	if safeName("a.b") == safeName("a_b") || safeName("a.b") == safeName("a-b") {
-		t.Error("distinct topics share a name")
-	}
-}
-
-func TestCheckTopic(t *testing.T) {
-	t.Parallel()
-	for _, ok := range []string{"orders", "orders.created", "weirtest.0a1b", "a-b_c.D9"} {
-		if err := checkTopic(ok); err != nil {
-			t.Errorf("checkTopic(%q): %v", ok, err)
-		}
-	}
-	for _, bad := range []string{"", "orders.*", "orders.>", "a b", "a\tb", ".a", "a.", "a..b", "$JS.API", "a\x7fb"} {
-		if err := checkTopic(bad); err == nil {
-			t.Errorf("checkTopic(%q) = nil, want an error", bad)
-		}
-	}
-}
-
-func TestCheckHeaders(t *testing.T) {
-	t.Parallel()
-	for _, ok := range []map[string]string{nil, {"source": "x", "X-Trace-ID": "a b: c", "n": ""}} {
-		if err := checkHeaders(0, broker.Message{ID: "1", Headers: ok}); err != nil {
-			t.Errorf("checkHeaders(%v): %v", ok, err)
-		}
-	}
-	for _, bad := range []map[string]string{
-		{"": "x"}, {"Weir-Key": "x"}, {"weir-key": "x"}, {"Nats-Msg-Id": "x"}, {"nats-expected-stream": "x"},
-		{"a b": "x"}, {"a:b": "x"}, {"a": "x\r\nInjected: y"}, {"a": "x\ny"},
-	} {
-		if err := checkHeaders(0, broker.Message{ID: "1", Headers: bad}); err == nil {
-			t.Errorf("checkHeaders(%v) = nil, want an error", bad)
-		}
-	}
-}
-
-func TestConfigDefaultsAndErrors(t *testing.T) {
-	t.Parallel()
-	c, err := Config{}.withDefaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.URL != DefaultURL || c.StreamPrefix != DefaultStreamPrefix || c.DedupeWindow != DefaultDedupeWindow ||
-		c.PublishTimeout != DefaultPublishTimeout || c.ReconnectWait != DefaultReconnectWait || c.NakDelay != DefaultNakDelay ||
-		c.Replicas != 1 || c.Logger == nil {
-		t.Fatalf("defaults: %+v", c)
-	}
-	for name, bad := range map[string]Config{
-		"DedupeWindow":   {DedupeWindow: -1},
-		"MaxAge":         {MaxAge: -1},
-		"Replicas":       {Replicas: -1},
-		"PublishTimeout": {PublishTimeout: -1},
-		"ReconnectWait":  {ReconnectWait: -1},
-		"NakDelay":       {NakDelay: -1},
-		"StreamPrefix":   {StreamPrefix: "WEIR."},
-	} {
-		if _, err := bad.withDefaults(); err == nil || !strings.Contains(err.Error(), name) {
-			t.Errorf("%s: error %v, want one naming the field", name, err)
-		}
-	}
-	if _, err := (Config{MaxAge: time.Second}).withDefaults(); err == nil {
-		t.Error("MaxAge shorter than the dedupe window accepted")
-	}
-	if _, err := (EmbeddedConfig{}).withDefaults(); err == nil || !strings.Contains(err.Error(), "Dir") {
-		t.Errorf("EmbeddedConfig without Dir: %v, want an error naming Dir", err)
-	}
-}
-
-func TestBackoff(t *testing.T) {
-	t.Parallel()
-	base, limit := 50*time.Millisecond, 2*time.Second
-	prev := time.Duration(0)
-	for n := 1; n <= 40; n++ {
-		d := backoff(n, base, limit)
-		if d > limit || d < base*9/10 {
-			t.Fatalf("backoff(%d) = %v, want within [%v, %v]", n, d, base*9/10, limit)
-		}
-		if n > 1 && d < prev/2 {
-			t.Fatalf("backoff(%d) = %v after %v", n, d, prev)
-		}
-		prev = d
-	}
-	if d := backoff(1000, base, limit); d < limit*9/10 {
-		t.Fatalf("backoff(1000) = %v, want near the limit", d)
 	}
 }
 
@@ -481,15 +367,15 @@ func TestSlowLastDeliveryIsDeadLetteredOnce(t *testing.T) {
 	t.Run("system", func(t *testing.T) {
 		url := testenv.NATS(t)
 		t.Parallel()
-		testSlowLastDelivery(t, openTest(t, Config{URL: url, StreamPrefix: systemPrefix(t, url)}))
+		testSlowLastDelivery(t, openTest(t, nats.Config{URL: url, StreamPrefix: systemPrefix(t, url)}))
 	})
 	t.Run("embedded", func(t *testing.T) {
 		t.Parallel()
-		testSlowLastDelivery(t, openEmbeddedTest(t))
+		testSlowLastDelivery(t, openEmbeddedTest(t).Broker)
 	})
 }
 
-func testSlowLastDelivery(t *testing.T, b *Broker) {
+func testSlowLastDelivery(t *testing.T, b *nats.Broker) {
 	topic := brokertest.Topic(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -521,19 +407,11 @@ func testSlowLastDelivery(t *testing.T, b *Broker) {
 				return errors.New("too slow")
 			})
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	eventually.True(t, "the message dead-lettered", 30*time.Second, func() (bool, string) {
 		mu.Lock()
-		n := len(reasons)
-		mu.Unlock()
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the message was not dead-lettered within 30 s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		defer mu.Unlock()
+		return len(reasons) > 0, "no dead letter"
+	})
 	time.Sleep(2 * time.Second) // nor dead-lettered again
 	stop()
 	if err := <-done; !errors.Is(err, context.Canceled) {

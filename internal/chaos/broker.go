@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/weirhq/weir/broker/nats"
+	"github.com/weirhq/weir/broker/nats/natsembed"
 )
 
 // startBroker sets cfg.NATS and cfg.Topics from cfg.Broker, starting the
@@ -30,7 +31,7 @@ func startBroker(ctx context.Context, cfg *Config) (string, func(), error) {
 		}
 		// The server's log is left out: a worker killed mid-request makes
 		// it warn, which is the harness's own doing.
-		srv, err := nats.OpenEmbedded(ctx, nats.EmbeddedConfig{Dir: filepath.Join(cfg.Dir, "nats"), Port: port,
+		srv, err := natsembed.Open(ctx, natsembed.Config{Dir: filepath.Join(cfg.Dir, "nats"), Port: port,
 			Broker: nats.Config{Logger: slog.New(slog.DiscardHandler)}})
 		if err != nil {
 			return "", nil, fmt.Errorf("chaos: start the harness's NATS server: %w", err)

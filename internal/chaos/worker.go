@@ -18,6 +18,7 @@ import (
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/broker/nats"
+	"github.com/weirhq/weir/broker/nats/natsembed"
 	"github.com/weirhq/weir/inbox"
 	"github.com/weirhq/weir/ledger"
 	"github.com/weirhq/weir/outbox"
@@ -176,7 +177,7 @@ func untilUp(ctx context.Context, logger *slog.Logger, what string, step func() 
 // openBroker connects to the NATS server of w.NATS or, without one,
 // starts a server embedded in the worker, its streams kept in w.Dir/nats,
 // on a free loopback port. It returns the broker and the server's URL.
-func openBroker(ctx context.Context, w Where, logger *slog.Logger) (*nats.Broker, string, error) {
+func openBroker(ctx context.Context, w Where, logger *slog.Logger) (broker.Broker, string, error) {
 	if w.NATS != "" {
 		b, err := nats.Open(ctx, nats.Config{URL: w.NATS, Name: workerID, Logger: logger})
 		return b, w.NATS, err
@@ -185,8 +186,11 @@ func openBroker(ctx context.Context, w Where, logger *slog.Logger) (*nats.Broker
 	if err != nil {
 		return nil, "", err
 	}
-	b, err := nats.OpenEmbedded(ctx, nats.EmbeddedConfig{Dir: filepath.Join(w.Dir, "nats"), Port: port, Broker: nats.Config{Logger: logger}})
-	return b, fmt.Sprintf("nats://127.0.0.1:%d", port), err
+	eb, err := natsembed.Open(ctx, natsembed.Config{Dir: filepath.Join(w.Dir, "nats"), Port: port, Broker: nats.Config{Logger: logger}})
+	if err != nil {
+		return nil, "", err
+	}
+	return eb, eb.URL(), nil
 }
 
 // freePort returns a loopback port that was free a moment ago.

@@ -1,4 +1,4 @@
-package nats_test
+package natsembed_test
 
 import (
 	"context"
@@ -10,13 +10,13 @@ import (
 
 	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/broker/nats"
+	"github.com/weirhq/weir/broker/nats/natsembed"
 )
 
-// OpenEmbedded runs weir's single-machine broker: a NATS server with
-// JetStream inside the process, its streams kept in a directory. Open
-// takes a Config with the URL of a NATS deployment instead; the rest is
-// the same.
-func ExampleOpenEmbedded() {
+// Open runs weir's single-machine broker: a NATS server with JetStream
+// inside the process, its streams kept in a directory. nats.Open takes a
+// Config with the URL of a NATS deployment instead; the rest is the same.
+func ExampleOpen() {
 	dir, err := os.MkdirTemp("", "weir-nats-example")
 	if err != nil {
 		log.Fatal(err)
@@ -25,7 +25,7 @@ func ExampleOpenEmbedded() {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b, err := nats.OpenEmbedded(ctx, nats.EmbeddedConfig{
+	b, err := natsembed.Open(ctx, natsembed.Config{
 		Dir:    dir,
 		Broker: nats.Config{Logger: slog.New(slog.DiscardHandler)},
 	})

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package nats
+package natsembed
 
 // dirLock does nothing where flock is missing: there, keep to one
 // process per directory by hand.

@@ -1,4 +1,4 @@
-package nats
+package natsembed
 
 import (
 	"bufio"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/weirhq/weir/broker/nats"
 )
 
 // openOn opens an embedded broker on dir.
@@ -17,7 +19,7 @@ func openOn(t *testing.T, dir string) (*Broker, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return OpenEmbedded(ctx, EmbeddedConfig{Dir: dir, Broker: Config{Logger: testLogger()}})
+	return Open(ctx, Config{Dir: dir, Broker: nats.Config{Logger: testLogger()}})
 }
 
 // A second embedded broker on a directory in use is refused, with an
@@ -52,7 +54,7 @@ func TestEmbeddedRefusesADirectoryInUse(t *testing.T) {
 		t.Fatalf("open after the first closed: %v", err)
 	}
 	defer third.Close()
-	if _, err := third.js.Stream(ctx, third.streamName("kept")); err != nil {
+	if _, err := streamOf(ctx, third.URL(), "kept"); err != nil {
 		t.Fatalf("the stream the first declared: %v", err)
 	}
 }

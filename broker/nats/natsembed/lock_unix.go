@@ -1,6 +1,6 @@
 //go:build unix
 
-package nats
+package natsembed
 
 import (
 	"errors"
@@ -24,12 +24,12 @@ type dirLock struct {
 // another) holds it.
 func lockDir(dir string) (*dirLock, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, fmt.Errorf("broker/nats: embedded store %s: %w", dir, err)
+		return nil, fmt.Errorf("natsembed: embedded store %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, LockFile)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("broker/nats: embedded store %s: lock file: %w", dir, err)
+		return nil, fmt.Errorf("natsembed: embedded store %s: lock file: %w", dir, err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		holder := "another process"
@@ -45,7 +45,7 @@ func lockDir(dir string) (*dirLock, error) {
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, fmt.Errorf("%w: %s is used by %s (lock file %s): %s", ErrDirInUse, dir, holder, path, dirInUseHint)
 		}
-		return nil, fmt.Errorf("broker/nats: embedded store %s: lock %s: %w", dir, path, err)
+		return nil, fmt.Errorf("natsembed: embedded store %s: lock %s: %w", dir, path, err)
 	}
 	// Who holds it, for the error of the next one that tries.
 	if err := f.Truncate(0); err == nil {

@@ -1,0 +1,112 @@
+package nats
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir/broker"
+)
+
+func TestSafeName(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("a", 70)
+	tests := []struct {
+		in, want string
+		hashed   bool // want is followed by 8 hex digits of in's hash
+	}{
+		{in: "orders", want: "orders"},
+		{in: "Orders_v2-x", want: "Orders_v2-x"},
+		{in: "orders.created", want: "orders_created_", hashed: true},
+		{in: "a b/c\\d", want: "a_b_c_d_", hashed: true},
+		{in: long, want: long[:maxNameLen] + "_", hashed: true},
+	}
+	for _, tt := range tests {
+		got := safeName(tt.in)
+		if !tt.hashed && got != tt.want || tt.hashed && (!strings.HasPrefix(got, tt.want) || len(got) != len(tt.want)+8) {
+			t.Errorf("safeName(%q) = %q, want %q (hashed %v)", tt.in, got, tt.want, tt.hashed)
+		}
+	}
+	if safeName("a.b") == safeName("a_b") || safeName("a.b") == safeName("a-b") {
+		t.Error("distinct topics share a name")
+	}
+}
+
+func TestCheckTopic(t *testing.T) {
+	t.Parallel()
+	for _, ok := range []string{"orders", "orders.created", "weirtest.0a1b", "a-b_c.D9"} {
+		if err := checkTopic(ok); err != nil {
+			t.Errorf("checkTopic(%q): %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "orders.*", "orders.>", "a b", "a\tb", ".a", "a.", "a..b", "$JS.API", "a\x7fb"} {
+		if err := checkTopic(bad); err == nil {
+			t.Errorf("checkTopic(%q) = nil, want an error", bad)
+		}
+	}
+}
+
+func TestCheckHeaders(t *testing.T) {
+	t.Parallel()
+	for _, ok := range []map[string]string{nil, {"source": "x", "X-Trace-ID": "a b: c", "n": ""}} {
+		if err := checkHeaders(0, broker.Message{ID: "1", Headers: ok}); err != nil {
+			t.Errorf("checkHeaders(%v): %v", ok, err)
+		}
+	}
+	for _, bad := range []map[string]string{
+		{"": "x"}, {"Weir-Key": "x"}, {"weir-key": "x"}, {"Nats-Msg-Id": "x"}, {"nats-expected-stream": "x"},
+		{"a b": "x"}, {"a:b": "x"}, {"a": "x\r\nInjected: y"}, {"a": "x\ny"},
+	} {
+		if err := checkHeaders(0, broker.Message{ID: "1", Headers: bad}); err == nil {
+			t.Errorf("checkHeaders(%v) = nil, want an error", bad)
+		}
+	}
+}
+
+func TestConfigDefaultsAndErrors(t *testing.T) {
+	t.Parallel()
+	c, err := Config{}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.URL != DefaultURL || c.StreamPrefix != DefaultStreamPrefix || c.DedupeWindow != DefaultDedupeWindow ||
+		c.PublishTimeout != DefaultPublishTimeout || c.ReconnectWait != DefaultReconnectWait || c.NakDelay != DefaultNakDelay ||
+		c.Replicas != 1 || c.Logger == nil {
+		t.Fatalf("defaults: %+v", c)
+	}
+	for name, bad := range map[string]Config{
+		"DedupeWindow":   {DedupeWindow: -1},
+		"MaxAge":         {MaxAge: -1},
+		"Replicas":       {Replicas: -1},
+		"PublishTimeout": {PublishTimeout: -1},
+		"ReconnectWait":  {ReconnectWait: -1},
+		"NakDelay":       {NakDelay: -1},
+		"StreamPrefix":   {StreamPrefix: "WEIR."},
+	} {
+		if _, err := bad.withDefaults(); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: error %v, want one naming the field", name, err)
+		}
+	}
+	if _, err := (Config{MaxAge: time.Second}).withDefaults(); err == nil {
+		t.Error("MaxAge shorter than the dedupe window accepted")
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	t.Parallel()
+	base, limit := 50*time.Millisecond, 2*time.Second
+	prev := time.Duration(0)
+	for n := 1; n <= 40; n++ {
+		d := backoff(n, base, limit)
+		if d > limit || d < base*9/10 {
+			t.Fatalf("backoff(%d) = %v, want within [%v, %v]", n, d, base*9/10, limit)
+		}
+		if n > 1 && d < prev/2 {
+			t.Fatalf("backoff(%d) = %v after %v", n, d, prev)
+		}
+		prev = d
+	}
+	if d := backoff(1000, base, limit); d < limit*9/10 {
+		t.Fatalf("backoff(1000) = %v, want near the limit", d)
+	}
+}
