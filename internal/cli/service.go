@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/broker/nats"
+	"github.com/weirhq/weir/broker/nats/natsembed"
 	"github.com/weirhq/weir/broker/rabbitmq"
 	"github.com/weirhq/weir/ingest/extract"
 	"github.com/weirhq/weir/ingest/pipeline"
@@ -335,7 +336,7 @@ func (n noIndex) Entries(context.Context, string, int) ([]search.Entry, error) {
 func openBroker(ctx context.Context, spec, data string, logger *slog.Logger) (broker.Broker, error) {
 	switch {
 	case spec == "embedded":
-		return nats.OpenEmbedded(ctx, nats.EmbeddedConfig{Dir: filepath.Join(data, "nats"), Broker: nats.Config{Logger: logger}})
+		return natsembed.Open(ctx, natsembed.Config{Dir: filepath.Join(data, "nats"), Broker: nats.Config{Logger: logger}})
 	case strings.HasPrefix(spec, "nats://"):
 		return nats.Open(ctx, nats.Config{URL: spec, Logger: logger, RetryFirstConnect: true})
 	case strings.HasPrefix(spec, "amqp://"), strings.HasPrefix(spec, "amqps://"):
