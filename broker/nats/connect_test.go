@@ -3,6 +3,7 @@ package nats_test
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/broker/brokertest"
 	"github.com/weirhq/weir/broker/nats"
+	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/eventually"
 	"github.com/weirhq/weir/internal/faultproxy"
 )
@@ -99,5 +101,41 @@ func TestOpenRefusesABadURL(t *testing.T) {
 	}
 	if ctx.Err() != nil {
 		t.Fatal("a bad URL took the context's 5 s")
+	}
+}
+
+// A consumer that cannot reach the server waits between its attempts on
+// Config.Clock, 100 ms doubling (±10%), rather than on the wall clock: a
+// fake clock that does not move holds it, and each move lets one more
+// attempt through.
+func TestConsumerWaitsItsBackoffOnTheClock(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "nats://" + ln.Addr().String()
+	ln.Close() // nothing answers there now
+	fake := clock.NewFake(time.Date(2026, 1, 21, 15, 0, 0, 0, time.UTC))
+	b := openTest(t, nats.Config{URL: url, RetryFirstConnect: true, Clock: fake})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- b.Consume(cctx, brokertest.Topic(t), broker.ConsumeOptions{DeadLetter: func(context.Context, broker.Delivery, string, error) error { return nil }},
+			func(context.Context, broker.Delivery) error { return nil })
+	}()
+	for attempt, want := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond} {
+		if err := fake.WaitForTimers(ctx, 1); err != nil {
+			t.Fatalf("attempt %d: the consumer does not wait on the clock: %v", attempt+1, err)
+		}
+		if d := fake.AdvanceToNextTimer(); d < want*9/10 || d > want*11/10 {
+			t.Fatalf("wait after attempt %d: %v, want %v ±10%%", attempt+1, d, want)
+		}
+	}
+	stop()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("consume: %v, want context.Canceled", err)
 	}
 }

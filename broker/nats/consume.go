@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/weirhq/weir/broker"
+	"github.com/weirhq/weir/resilience/backoff"
 	"github.com/weirhq/weir/resilience/retry"
 )
 
@@ -19,11 +20,9 @@ import (
 // the server lost (a restart) waits before asking again.
 const pollWait = 5 * time.Second
 
-// Backoff of a consumer after a failed request to the server.
-const (
-	retryBase  = 100 * time.Millisecond
-	retryLimit = 5 * time.Second
-)
+// retryBackoff is a consumer's wait after a failed request to the server:
+// 100 ms doubling up to 5 s, ±10%.
+var retryBackoff = backoff.Exponential(100*time.Millisecond, 2, 5*time.Second).WithProportionalJitter(jitter)
 
 // deadLetterTimeout bounds a dead-lettering that Consume does after its
 // ctx ended (see handle).
@@ -164,7 +163,7 @@ func (c *consumer) ensure(ctx context.Context) (jetstream.Consumer, error) {
 			return nil, fmt.Errorf("broker/nats: consume %s: consumer %s: %w", c.topic, c.name, err)
 		}
 		c.log.Warn("create consumer", slog.Int("attempt", attempt), slog.Any("err", err))
-		if err := sleep(ctx, backoff(attempt, retryBase, retryLimit)); err != nil {
+		if err := c.b.sleep(ctx, retryBackoff.Next(attempt, 0)); err != nil {
 			return nil, err
 		}
 	}
@@ -215,7 +214,7 @@ func (c *consumer) run(ctx context.Context, cons jetstream.Consumer) error {
 				return err
 			}
 		}
-		if err := sleep(ctx, backoff(failures, retryBase, retryLimit)); err != nil {
+		if err := c.b.sleep(ctx, retryBackoff.Next(failures, 0)); err != nil {
 			return err
 		}
 	}
@@ -345,12 +344,12 @@ func release(slots chan struct{}, n int) {
 	}
 }
 
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
+// sleep waits d on the Broker's clock, or until ctx ends.
+func (b *Broker) sleep(ctx context.Context, d time.Duration) error {
+	t := b.cfg.Clock.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-t.C():
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

@@ -68,7 +68,7 @@ func (b *Broker) land(key seqKey, herr error) (advised bool) {
 	delete(b.flights, key)
 	if herr != nil {
 		o := b.recent[key]
-		o.at, o.lastErr = time.Now(), herr
+		o.at, o.lastErr = b.cfg.Clock.Now(), herr
 		b.setRecent(key, o)
 	}
 	return f != nil && f.advised
@@ -86,7 +86,7 @@ func (b *Broker) markDeadLettered(key seqKey) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	o := b.recent[key]
-	o.at, o.deadLettered = time.Now(), true
+	o.at, o.deadLettered = b.cfg.Clock.Now(), true
 	b.setRecent(key, o)
 }
 
@@ -114,8 +114,9 @@ func (b *Broker) setRecent(key seqKey, o outcome) {
 	if len(b.recent)%256 != 0 {
 		return // prune now and then, not at every call
 	}
+	now := b.cfg.Clock.Now()
 	for k, v := range b.recent {
-		if time.Since(v.at) > recentFor {
+		if now.Sub(v.at) > recentFor {
 			delete(b.recent, k)
 		}
 	}
@@ -203,7 +204,7 @@ func (c *consumer) deadLetterAdvised(ctx context.Context, key seqKey, deliveries
 			return
 		}
 		log.Warn("dead-letter after max deliveries", slog.Int("try", attempt), slog.Any("err", err))
-		if sleep(ctx, backoff(attempt, retryBase, retryLimit)) != nil {
+		if c.b.sleep(ctx, retryBackoff.Next(attempt, 0)) != nil {
 			log.Error("max deliveries reached; the consumer stopped before the message was dead-lettered: it stays in the stream, undelivered")
 			return
 		}

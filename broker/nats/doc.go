@@ -24,7 +24,8 @@
 // the message. The connection has no reconnect buffer: while it is lost,
 // Publish fails at once, with a *broker.PublishError, rather than keeping
 // messages in memory. The connection is made again, with backoff (50 ms
-// doubling up to Config.ReconnectWait), for as long as the Broker is open.
+// doubling up to Config.ReconnectWait, ±10%), for as long as the Broker is
+// open.
 // Without a connection Declare and Publish fail at once, with errors that
 // wrap broker.ErrNotConnected. Open fails when it cannot connect, unless
 // Config.RetryFirstConnect lets it go on connecting in the background (a
@@ -52,7 +53,8 @@
 // whose handler failed permanently (retry.Permanent) or at its last
 // delivery is handed to ConsumeOptions.DeadLetter, then terminated.
 // Delivery.Attempt is the server's delivery count. Requests that fail, the
-// server being restarted, are made again with backoff.
+// server being restarted, are made again with backoff (100 ms doubling up
+// to 5 s, ±10%, timed on Config.Clock).
 //
 // # The max-deliveries advisory
 //

@@ -1,11 +1,13 @@
 package nats
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/weirhq/weir/broker"
+	"github.com/weirhq/weir/clock"
 )
 
 func TestSafeName(t *testing.T) {
@@ -95,9 +97,10 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 func TestBackoff(t *testing.T) {
 	t.Parallel()
 	base, limit := 50*time.Millisecond, 2*time.Second
+	backoff := reconnectDelay(limit)
 	prev := time.Duration(0)
 	for n := 1; n <= 40; n++ {
-		d := backoff(n, base, limit)
+		d := backoff(n)
 		if d > limit || d < base*9/10 {
 			t.Fatalf("backoff(%d) = %v, want within [%v, %v]", n, d, base*9/10, limit)
 		}
@@ -106,7 +109,39 @@ func TestBackoff(t *testing.T) {
 		}
 		prev = d
 	}
-	if d := backoff(1000, base, limit); d < limit*9/10 {
+	if d := backoff(1000); d < limit*9/10 {
 		t.Fatalf("backoff(1000) = %v, want near the limit", d)
+	}
+	// A limit below the first wait bounds it.
+	if d := reconnectDelay(10 * time.Millisecond)(1); d > 10*time.Millisecond || d < 9*time.Millisecond {
+		t.Fatalf("reconnect delay with a 10ms limit: %v", d)
+	}
+}
+
+// The outcomes a Broker remembers, to keep the advisory path from
+// dead-lettering a message twice, age on Config.Clock: past recentFor
+// they are dropped, and the fresh ones kept.
+func TestRecentOutcomesAgeOnTheClock(t *testing.T) {
+	t.Parallel()
+	fake := clock.NewFake(time.Date(2026, 1, 21, 15, 0, 0, 0, time.UTC))
+	cfg, err := Config{Clock: fake}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &Broker{cfg: cfg, flights: map[seqKey]*flight{}, recent: map[seqKey]outcome{}}
+	old := seqKey{stream: "S", consumer: "c", seq: 1}
+	b.markDeadLettered(old)
+	fake.Advance(recentFor + time.Minute)
+	fresh := seqKey{stream: "S", consumer: "c", seq: 2}
+	b.markDeadLettered(fresh)
+	// The outcomes are pruned now and then: enough more to make it run.
+	for seq := uint64(3); seq < 3+256; seq++ {
+		b.land(seqKey{stream: "S", consumer: "c", seq: seq}, errors.New("failed"))
+	}
+	if b.deadLettered(old) {
+		t.Fatalf("an outcome %v old on the Broker's clock is still remembered", recentFor+time.Minute)
+	}
+	if !b.deadLettered(fresh) {
+		t.Fatal("a fresh outcome was dropped")
 	}
 }

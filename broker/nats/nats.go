@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/url"
 	"strings"
 	"sync"
@@ -20,7 +19,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/weirhq/weir/broker"
+	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/redact"
+	"github.com/weirhq/weir/resilience/backoff"
 )
 
 // Defaults of Config.
@@ -91,6 +92,11 @@ type Config struct {
 	// Logger receives the connection's events and the consumers' errors.
 	// Default slog.Default().
 	Logger *slog.Logger
+	// Clock is the source of time for the consumers' waits between
+	// requests that failed (100 ms doubling up to 5 s, ±10%) and for the
+	// ages of the dead-letter outcomes the Broker remembers (10 min).
+	// Default clock.Real. (The reconnect waits are nats.go's own timers.)
+	Clock clock.Clock
 }
 
 // withDefaults returns c with its defaults, or an error naming the bad
@@ -153,6 +159,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	c.Clock = clock.Or(c.Clock)
 	return c, nil
 }
 
@@ -267,23 +274,20 @@ func Open(ctx context.Context, cfg Config) (*Broker, error) {
 	return b, nil
 }
 
-// reconnectDelay returns nats.go's reconnect delay: 50 ms, doubled at each
-// attempt up to limit, with a tenth of jitter.
-func reconnectDelay(limit time.Duration) natsgo.ReconnectDelayHandler {
-	return func(attempts int) time.Duration {
-		return backoff(attempts, 50*time.Millisecond, limit)
-	}
-}
+// reconnectBase is the wait before the first attempt to reconnect.
+const reconnectBase = 50 * time.Millisecond
 
-// backoff is the wait before attempt n (1 the first): base doubled n-1
-// times, at most limit, less up to a tenth of jitter.
-func backoff(n int, base, limit time.Duration) time.Duration {
-	d := base
-	for i := 1; i < n && d < limit; i++ {
-		d *= 2
+// jitter is the share by which the driver's waits vary, either way, so
+// that clients that lost one server do not all come back at once.
+const jitter = 0.1
+
+// reconnectDelay returns nats.go's reconnect delay: 50 ms, doubled at each
+// attempt up to limit, ±10%, never past limit.
+func reconnectDelay(limit time.Duration) natsgo.ReconnectDelayHandler {
+	b := backoff.Exponential(min(reconnectBase, limit), 2, limit).WithProportionalJitter(jitter)
+	return func(attempts int) time.Duration {
+		return b.Next(attempts, 0)
 	}
-	d = min(d, limit)
-	return d - time.Duration(rand.Int64N(int64(d/10)+1))
 }
 
 // refused reports whether err, a failed first connection, is the server
