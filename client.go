@@ -192,7 +192,7 @@ func (c Config) withDefaults() (Config, error) {
 // later. It is safe for concurrent use.
 type Client struct {
 	cfg    Config
-	ex     store.Executor
+	ex     engineStore
 	kinds  map[string]*registration
 	clock  clock.Clock
 	log    *slog.Logger
@@ -234,6 +234,17 @@ type Client struct {
 	jobsWG      sync.WaitGroup
 	handlers    atomic.Int64 // workers still running (jobsWG's count)
 	loopsWG     sync.WaitGroup
+}
+
+// engineStore is the store's part that a client uses: its jobs, their
+// leases, their deadlines and late results, the stuck sweep and the
+// dead-letter store (not the outbox, inbox, workflows or ledger).
+type engineStore interface {
+	store.Jobs
+	store.Leases
+	store.Deadlines
+	store.Sweep
+	store.DeadLetters
 }
 
 const (
@@ -544,7 +555,7 @@ func (c *Client) Insert(ctx context.Context, args JobArgs, opts *InsertOpts) (we
 // PostgreSQL the commit's notification wakes the producers of every client
 // (LISTEN/NOTIFY); on SQLite they find it at their next poll
 // (Config.PollEvery).
-func (c *Client) InsertTx(ctx context.Context, ex store.Executor, args JobArgs, opts *InsertOpts) (weirtype.InsertResult, error) {
+func (c *Client) InsertTx(ctx context.Context, ex store.Jobs, args JobArgs, opts *InsertOpts) (weirtype.InsertResult, error) {
 	if ex == nil {
 		return weirtype.InsertResult{}, errors.New("weir: InsertTx: the executor is nil")
 	}
@@ -564,7 +575,7 @@ func (c *Client) InsertMany(ctx context.Context, params []InsertManyParams) ([]w
 	return c.insert(ctx, c.ex, params, true)
 }
 
-func (c *Client) insert(ctx context.Context, ex store.Executor, params []InsertManyParams, wake bool) ([]weirtype.InsertResult, error) {
+func (c *Client) insert(ctx context.Context, ex store.Jobs, params []InsertManyParams, wake bool) ([]weirtype.InsertResult, error) {
 	now := c.clock.Now()
 	ps := make([]store.InsertParams, len(params))
 	for i, p := range params {

@@ -44,6 +44,12 @@ type faultEx struct {
 	loopCalls     atomic.Int64 // Claim, Heartbeat and RescueExpired calls
 	heartbeats    atomic.Int64 // Heartbeat calls
 	blockedClaims atomic.Int64 // Claim calls blocked by blockClaim
+	getJobs       atomic.Int64 // GetJob calls
+}
+
+func (e *faultEx) GetJob(ctx context.Context, id int64) (*weirtype.Job, error) {
+	e.getJobs.Add(1)
+	return e.Executor.GetJob(ctx, id)
 }
 
 func (e *faultEx) CompleteMany(ctx context.Context, now time.Time, ls []store.Lease) ([]int64, error) {
@@ -86,7 +92,7 @@ func (e *faultEx) Heartbeat(ctx context.Context, now time.Time, ls []store.Lease
 	return e.Executor.Heartbeat(ctx, now, ls, leaseFor)
 }
 
-func (e *faultEx) RescueExpired(ctx context.Context, now time.Time, limit int) ([]int64, []int64, error) {
+func (e *faultEx) RescueExpired(ctx context.Context, now time.Time, limit int) ([]store.JobRef, []store.JobRef, error) {
 	e.loopCalls.Add(1)
 	return e.Executor.RescueExpired(ctx, now, limit)
 }

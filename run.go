@@ -414,13 +414,16 @@ func ttlStart(j *weirtype.Job) time.Time {
 // job's deadline as a late result, leaving the job abandoned; with retry,
 // a failed write is tried again as retryWrite does, otherwise once.
 func (c *Client) completeLate(log *slog.Logger, j *weirtype.Job, r *runningJob, ran time.Duration, retry bool) {
-	var lr *weirtype.LateResult
+	var (
+		lr        *weirtype.LateResult
+		abandoned bool
+	)
 	write := func(ctx context.Context) error {
 		if r.superseded.Load() {
 			return fmt.Errorf("weir: job %d: superseded by a later attempt: %w", j.ID, store.ErrLeaseLost)
 		}
 		var err error
-		lr, err = c.ex.CompleteLate(ctx, c.clock.Now(), r.lease)
+		lr, abandoned, err = c.ex.CompleteLate(ctx, c.clock.Now(), r.lease)
 		return err
 	}
 	var err error
@@ -437,13 +440,11 @@ func (c *Client) completeLate(log *slog.Logger, j *weirtype.Job, r *runningJob, 
 		return
 	}
 	c.cfg.Metrics.AttemptDone(j.Kind, j.Queue, weirtype.AttemptLate, ran)
-	// This call abandoned the job itself when the deadline sweep had not:
-	// the job was then finalized when the late result was received.
-	ctx, cancel := context.WithTimeout(context.Background(), c.storeTimeout())
-	if dead, err := c.ex.GetJob(ctx, lr.JobID); err == nil && dead.FinalizedAt.Equal(lr.ReceivedAt) {
+	if abandoned {
+		// This call abandoned the job, the deadline sweep not having done
+		// it yet: count its dead letter, as the sweep would have.
 		c.cfg.Metrics.DeadLettered(j.Kind, j.Queue, weirtype.AbandonDeadline)
 	}
-	cancel()
 	log.Warn("job succeeded after its deadline; stored as a late result, the job stays abandoned",
 		"late_result_id", lr.ID, "deadline_at", j.DeadlineAt)
 }
@@ -660,11 +661,11 @@ func (c *Client) rescue() {
 	c.cfg.Metrics.Rescued(len(rescued) + len(dead))
 	if len(rescued) > 0 {
 		c.log.Info("rescued jobs whose lease expired", "jobs", len(rescued))
-		for _, r := range c.producers {
-			c.wake(r.queue)
+		for _, j := range rescued {
+			c.wake(j.Queue)
 		}
 	}
-	c.reportDead(ctx, dead, weirtype.AbandonMaxAttempts, "lease expired on the last attempt")
+	c.reportDead(dead, weirtype.AbandonMaxAttempts, "lease expired on the last attempt")
 }
 
 // expireDeadlines abandons the jobs past their deadline, in batches of
@@ -672,30 +673,25 @@ func (c *Client) rescue() {
 func (c *Client) expireDeadlines() {
 	for {
 		ctx, cancel := c.storeCtx()
-		ids, err := c.ex.ExpireDeadlines(ctx, c.clock.Now(), rescueLimit)
+		jobs, err := c.ex.ExpireDeadlines(ctx, c.clock.Now(), rescueLimit)
+		cancel()
 		if err != nil {
-			cancel()
 			c.log.Error("abandon the jobs past their deadline", "err", err.Error())
 			return
 		}
-		c.reportDead(ctx, ids, weirtype.AbandonDeadline, "the job's deadline passed before it completed")
-		cancel()
-		if len(ids) < rescueLimit {
+		c.reportDead(jobs, weirtype.AbandonDeadline, "the job's deadline passed before it completed")
+		if len(jobs) < rescueLimit {
 			return
 		}
 	}
 }
 
-// reportDead logs and counts the jobs ids that the store abandoned for
-// reason (reading each job for its kind and queue).
-func (c *Client) reportDead(ctx context.Context, ids []int64, reason weirtype.AbandonReason, msg string) {
-	for _, id := range ids {
-		kind, queue := "", ""
-		if j, err := c.ex.GetJob(ctx, id); err == nil {
-			kind, queue = j.Kind, j.Queue
-		}
-		c.cfg.Metrics.DeadLettered(kind, queue, reason)
-		c.log.Error("job abandoned to the dead-letter store", "job_id", id, "kind", kind, "reason", string(reason), "err", msg)
+// reportDead logs and counts the jobs that the store abandoned for
+// reason.
+func (c *Client) reportDead(jobs []store.JobRef, reason weirtype.AbandonReason, msg string) {
+	for _, j := range jobs {
+		c.cfg.Metrics.DeadLettered(j.Kind, j.Queue, reason)
+		c.log.Error("job abandoned to the dead-letter store", "job_id", j.ID, "kind", j.Kind, "reason", string(reason), "err", msg)
 	}
 }
 

@@ -24,7 +24,7 @@ import (
 // store; a failed scrape is already visible as such (up == 0 with the
 // default promhttp handler, or the gauges absent with ContinueOnError).
 type storeCollector struct {
-	store      store.Store
+	store      store.Sweep
 	clock      clock.Clock
 	stuckAfter time.Duration
 	timeout    time.Duration
@@ -36,7 +36,7 @@ type storeCollector struct {
 
 var _ prometheus.Collector = (*storeCollector)(nil)
 
-func newStoreCollector(s store.Store, c clock.Clock, stuckAfter, timeout time.Duration) *storeCollector {
+func newStoreCollector(s store.Sweep, c clock.Clock, stuckAfter, timeout time.Duration) *storeCollector {
 	return &storeCollector{
 		store:      s,
 		clock:      c,
@@ -78,7 +78,7 @@ type kindTotals struct{ stuck, dead int }
 func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	counts, err := c.store.Executor().CountJobs(ctx, c.clock.Now().Add(-c.stuckAfter))
+	counts, err := c.store.CountJobs(ctx, c.clock.Now().Add(-c.stuckAfter))
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(c.jobs, fmt.Errorf("metrics: count jobs: %w", err))
 		return

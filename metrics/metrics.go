@@ -210,7 +210,7 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 			c    prometheus.Collector
 		}{
 			"store collector (weir_jobs, retry_job_stuck_documents, retry_job_failed_documents)",
-			newStoreCollector(opts.Store, opts.Clock, opts.StuckAfter, opts.ScrapeTimeout),
+			newStoreCollector(opts.Store.Executor(), opts.Clock, opts.StuckAfter, opts.ScrapeTimeout),
 		})
 	}
 	for i, c := range collectors {

@@ -146,8 +146,9 @@ type Leases interface {
 	// before now. Each with attempts left becomes available at now, with
 	// an error of type lease_expired recorded for the attempt that did
 	// not finish; each without becomes dead, with a dead letter of reason
-	// max_attempts_exceeded. It returns the ids of both kinds.
-	RescueExpired(ctx context.Context, now time.Time, limit int) (rescued, dead []int64, err error)
+	// max_attempts_exceeded. It returns both kinds, each job with its kind
+	// and queue, in id order.
+	RescueExpired(ctx context.Context, now time.Time, limit int) (rescued, dead []JobRef, err error)
 
 	// ReleaseOwned makes every running job that owner holds available at
 	// now, with an error of type released recorded. With giveBack the
@@ -180,8 +181,9 @@ type Deadlines interface {
 	// written in the same transaction. A running job keeps its LeaseOwner
 	// and Attempt (its lease expiry is cleared, so heartbeats report the
 	// lease lost), so that a success of that attempt is recognised as late
-	// by CompleteLate. It returns the ids.
-	ExpireDeadlines(ctx context.Context, now time.Time, limit int) ([]int64, error)
+	// by CompleteLate. It returns the jobs, each with its kind and queue,
+	// oldest deadline first, then by id.
+	ExpireDeadlines(ctx context.Context, now time.Time, limit int) ([]JobRef, error)
 
 	// CompleteLate records the success of an attempt that finished after
 	// its job's deadline. If the lease is still held, the job is first
@@ -190,9 +192,11 @@ type Deadlines interface {
 	// stored (once per job and attempt: a second call returns the first
 	// result) and returned, the job left dead. Otherwise it returns
 	// ErrLeaseLost, changing nothing. A held lease whose job has no
-	// deadline, or one not passed at now, is ErrInvalid: the attempt is
-	// not late.
-	CompleteLate(ctx context.Context, now time.Time, l Lease) (*weirtype.LateResult, error)
+	// deadline, or one not passed at now, is ErrInvalid (see CheckLate):
+	// the attempt is not late. abandoned reports whether this call
+	// abandoned the job (its lease was still held), rather than found it
+	// abandoned by ExpireDeadlines.
+	CompleteLate(ctx context.Context, now time.Time, l Lease) (lr *weirtype.LateResult, abandoned bool, err error)
 
 	// ListLateResults returns the late results that match f, lowest id
 	// first.
@@ -583,6 +587,15 @@ type EffectKey struct {
 	Ordinal int64
 }
 
+// JobRef is a job that a call changed in bulk (RescueExpired,
+// ExpireDeadlines), with what the engine logs and counts it by, so that it
+// need not read the job back.
+type JobRef struct {
+	ID    int64
+	Kind  string
+	Queue string
+}
+
 // JobCount is how many jobs of a queue and kind are in a state, and how
 // many of those are stuck.
 type JobCount struct {
@@ -697,4 +710,13 @@ func (p InsertParams) InitialState(now time.Time) weirtype.State {
 		return weirtype.StateScheduled
 	}
 	return weirtype.StateAvailable
+}
+
+// IDsOf returns the ids of jobs, in their order.
+func IDsOf(jobs []JobRef) []int64 {
+	ids := make([]int64, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	return ids
 }

@@ -22,11 +22,8 @@ import (
 // conditions, so that each filter's statement can use the index on them.
 // With paging, AfterID is a condition too; Limit is the caller's.
 func deadLetterWhere(op string, f store.DeadLetterFilter, paging bool, args []any) (string, []any, error) {
-	if f.Reason != "" && !f.Reason.Valid() {
-		return "", nil, invalid(op, "filter reason %q is unknown (want one of %v)", f.Reason, weirtype.AbandonReasons())
-	}
-	if f.JobID < 0 {
-		return "", nil, invalid(op, "filter job id %d is negative", f.JobID)
+	if err := refuse(op, f.Validate()); err != nil {
+		return "", nil, err
 	}
 	var conds []string
 	add := func(cond string, arg any) {
@@ -89,9 +86,6 @@ func (e executor) GetDeadLetter(ctx context.Context, id int64) (*weirtype.DeadLe
 // see store.Executor.
 func (e executor) ListDeadLetters(ctx context.Context, f store.DeadLetterFilter) ([]*weirtype.DeadLetter, error) {
 	const op = "list dead letters"
-	if f.Limit < 0 {
-		return nil, invalid(op, "limit %d is negative", f.Limit)
-	}
 	where, args, err := deadLetterWhere(op, f, true, nil)
 	if err != nil {
 		return nil, err
@@ -122,7 +116,7 @@ func (e executor) ListDeadLetters(ctx context.Context, f store.DeadLetterFilter)
 // announced (see Store.Listen). The ids are in ascending order.
 func (e executor) RequeueDeadLetters(ctx context.Context, now time.Time, f store.DeadLetterFilter) ([]int64, error) {
 	const op = "requeue dead letters"
-	if err := checkNow(op, now); err != nil {
+	if err := refuse(op, store.CheckNow(now)); err != nil {
 		return nil, err
 	}
 	now = micro(now)

@@ -98,7 +98,8 @@ ORDER BY queue, kind, state`,
 // lease owner and attempt, and loses its lease's expiry. The SET
 // expressions read the row as it was, so the error names the attempt that
 // missed the deadline; the dead letters read the rows as they became,
-// their last error that one. It returns the ids, oldest deadline first.
+// their last error that one. It returns the jobs' ids, kinds and queues,
+// oldest deadline first.
 func expireSQL(schema, target string) string {
 	jobs := schema + `.weir_jobs`
 	return `WITH target AS MATERIALIZED (
@@ -124,7 +125,7 @@ func expireSQL(schema, target string) string {
 		errors, created_at, $1::timestamptz
 	FROM expired
 )
-SELECT id FROM expired ORDER BY deadline_at, id`
+SELECT id, kind, queue FROM expired ORDER BY deadline_at, id`
 }
 
 // runTx calls fn in the caller's transaction, or in a transaction of its
@@ -148,30 +149,27 @@ func (e executor) runTx(ctx context.Context, fn func(q querier) error) error {
 // ExpireDeadlines abandons up to limit jobs past their deadline, in one
 // statement; see store.Executor. The error recorded for each is of type
 // deadline_exceeded, with the message "deadline <RFC 3339 time> passed
-// before the job completed". The ids are in the order of the deadlines,
+// before the job completed". The jobs are in the order of the deadlines,
 // then of the ids.
-func (e executor) ExpireDeadlines(ctx context.Context, now time.Time, limit int) ([]int64, error) {
+func (e executor) ExpireDeadlines(ctx context.Context, now time.Time, limit int) ([]store.JobRef, error) {
 	const op = "expire deadlines"
-	if limit < 1 {
-		return nil, invalid(op, "limit %d is less than 1", limit)
-	}
-	if err := checkNow(op, now); err != nil {
+	if err := refuse(op, store.CheckNow(now), store.CheckLimit(limit)); err != nil {
 		return nil, err
 	}
 	at := micro(now)
-	var ids []int64
+	var jobs []store.JobRef
 	err := e.run(ctx, func(q querier) error {
 		rows, err := q.Query(ctx, e.s.sql.expire, at, timeText(at), microCeil(now), limit)
 		if err != nil {
 			return err
 		}
-		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		jobs, err = pgx.CollectRows(rows, pgx.RowToStructByPos[store.JobRef])
 		return err
 	})
 	if err != nil {
 		return nil, dbError(op, err)
 	}
-	return ids, nil
+	return jobs, nil
 }
 
 // CompleteLate records the late success of the attempt of lease l, in one
@@ -179,15 +177,16 @@ func (e executor) ExpireDeadlines(ctx context.Context, now time.Time, limit int)
 // held whose job's deadline has not passed at now is not late: the error
 // wraps store.ErrInvalid, and so does the error for a job without a
 // deadline. A lease with an attempt below 1 never ran, and is lost.
-func (e executor) CompleteLate(ctx context.Context, now time.Time, l store.Lease) (*weirtype.LateResult, error) {
+// abandoned reports whether it abandoned the job.
+func (e executor) CompleteLate(ctx context.Context, now time.Time, l store.Lease) (lr *weirtype.LateResult, abandoned bool, err error) {
 	const op = "complete late"
-	if err := firstErr(checkOwner(op, l.Owner), checkNow(op, now)); err != nil {
-		return nil, err
+	if err := refuse(op, store.CheckOwner(l.Owner), store.CheckNow(now)); err != nil {
+		return nil, false, err
 	}
 	at := micro(now)
 	who := fmt.Sprintf("postgres: %s job %d by %s at attempt %d", op, l.ID, l.Owner, l.Attempt)
-	var lr *weirtype.LateResult
-	err := e.runTx(ctx, func(q querier) error {
+	err = e.runTx(ctx, func(q querier) error {
+		abandoned = false
 		var (
 			state       weirtype.State
 			owner       string
@@ -204,17 +203,17 @@ func (e executor) CompleteLate(ctx context.Context, now time.Time, l store.Lease
 			return dbError(fmt.Sprintf("%s job %d", op, l.ID), err)
 		}
 		if state == weirtype.StateRunning && owner == l.Owner && attempt == l.Attempt {
-			if !deadline.Valid {
-				return fmt.Errorf("%s: %w: the job has no deadline", who, store.ErrInvalid)
+			var d time.Time
+			if deadline.Valid {
+				d = deadline.Time
 			}
-			if !deadline.Time.Before(now) {
-				return fmt.Errorf("%s: %w: the job's deadline %s has not passed at %s",
-					who, store.ErrInvalid, timeText(deadline.Time.UTC()), timeText(now.UTC()))
+			if err := store.CheckLate(l.ID, d, now); err != nil {
+				return fmt.Errorf("%s: %w", who, err)
 			}
 			if _, err := q.Exec(ctx, e.s.sql.expireOne, at, timeText(at), l.ID); err != nil {
 				return dbError(fmt.Sprintf("%s job %d: expire", op, l.ID), err)
 			}
-			state, lastType = weirtype.StateDead, weirtype.ErrorTypeDeadlineExceeded
+			state, lastType, abandoned = weirtype.StateDead, weirtype.ErrorTypeDeadlineExceeded, true
 		}
 		switch {
 		case state != weirtype.StateDead || lastType != weirtype.ErrorTypeDeadlineExceeded:
@@ -234,17 +233,17 @@ func (e executor) CompleteLate(ctx context.Context, now time.Time, l store.Lease
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return lr, nil
+	return lr, abandoned, nil
 }
 
 // ListLateResults returns the late results that match f, lowest id first;
 // see store.Executor.
 func (e executor) ListLateResults(ctx context.Context, f store.LateResultFilter) ([]*weirtype.LateResult, error) {
 	const op = "list late results"
-	if f.Limit < 0 {
-		return nil, invalid(op, "limit %d is negative", f.Limit)
+	if err := refuse(op, f.Validate()); err != nil {
+		return nil, err
 	}
 	var (
 		conds []string
@@ -273,7 +272,7 @@ func (e executor) ListLateResults(ctx context.Context, f store.LateResultFilter)
 // one transaction that locks the result first; see store.Executor.
 func (e executor) AcceptLateResult(ctx context.Context, now time.Time, id int64) (*weirtype.LateResult, error) {
 	const op = "accept late result"
-	if err := checkNow(op, now); err != nil {
+	if err := refuse(op, store.CheckNow(now)); err != nil {
 		return nil, err
 	}
 	at := micro(now)
@@ -326,8 +325,8 @@ func (e executor) lateConflict(ctx context.Context, q querier, op string, lr *we
 // store.Executor. It reads the partial index of running jobs.
 func (e executor) ListStuck(ctx context.Context, before time.Time, limit int) ([]*weirtype.Job, error) {
 	const op = "list stuck jobs"
-	if limit < 1 {
-		return nil, invalid(op, "limit %d is less than 1", limit)
+	if err := refuse(op, store.CheckSet("before", before), store.CheckLimit(limit)); err != nil {
+		return nil, err
 	}
 	var jobs []*weirtype.Job
 	err := e.run(ctx, func(q querier) error {
@@ -346,6 +345,9 @@ func (e executor) ListStuck(ctx context.Context, before time.Time, limit int) ([
 // state.
 func (e executor) CountJobs(ctx context.Context, stuckBefore time.Time) ([]store.JobCount, error) {
 	const op = "count jobs"
+	if err := refuse(op, store.CheckSet("before", stuckBefore)); err != nil {
+		return nil, err
+	}
 	var counts []store.JobCount
 	err := e.run(ctx, func(q querier) error {
 		rows, err := q.Query(ctx, e.s.sql.countJobs, microCeil(stuckBefore))

@@ -22,7 +22,7 @@ func TestExpireRecordsTheDeadline(t *testing.T) {
 	j := insert(t, ex, store.InsertParams{Kind: "k", Queue: "a", DeadlineAt: now.Add(20*time.Minute + 500*time.Millisecond)}).Job
 	claimAt(t, ex, now, "a", "w1", 1, time.Hour)
 	at := now.Add(time.Hour + 250*time.Microsecond)
-	if ids, err := ex.ExpireDeadlines(ctx, at, 10); err != nil || !slices.Equal(ids, []int64{j.ID}) {
+	if ids, err := ex.ExpireDeadlines(ctx, at, 10); err != nil || !slices.Equal(store.IDsOf(ids), []int64{j.ID}) {
 		t.Fatalf("expire: %v, %v", ids, err)
 	}
 	want := weirtype.AttemptError{Attempt: 1, At: at, Message: "deadline 2026-01-21T15:50:00.5Z passed before the job completed", Type: weirtype.ErrorTypeDeadlineExceeded}
@@ -71,8 +71,8 @@ func TestConcurrentExpireHandlesEachJobOnce(t *testing.T) {
 				if err != nil {
 					errs = append(errs, err)
 				}
-				for _, id := range ids {
-					seen[id]++
+				for _, j := range ids {
+					seen[j.ID]++
 				}
 				mu.Unlock()
 				if err != nil || len(ids) == 0 {
@@ -118,7 +118,7 @@ func TestCompleteLateRefusesWhatIsNotLate(t *testing.T) {
 		{"deadline not passed", store.LeaseOf(early)},
 		{"no owner", store.Lease{ID: early.ID, Attempt: 1}},
 	} {
-		if _, err := ex.CompleteLate(ctx, now.Add(time.Hour), c.l); !errors.Is(err, store.ErrInvalid) {
+		if _, _, err := ex.CompleteLate(ctx, now.Add(time.Hour), c.l); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", c.name, err)
 		}
 	}
@@ -142,7 +142,7 @@ func TestConcurrentCompleteLateStoresOne(t *testing.T) {
 	errs := make([]error, n)
 	for i := range n {
 		wg.Go(func() {
-			lr, err := s.Executor().CompleteLate(ctx, now.Add(time.Minute), store.LeaseOf(j))
+			lr, _, err := s.Executor().CompleteLate(ctx, now.Add(time.Minute), store.LeaseOf(j))
 			errs[i] = err
 			if err == nil {
 				ids[i] = lr.ID
@@ -171,7 +171,7 @@ func TestPurgeKeepsLateResults(t *testing.T) {
 	s := migrated(t)
 	ex := s.Executor()
 	j := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "purged", DeadlineAt: now})
-	lr, err := ex.CompleteLate(ctx, now.Add(time.Minute), store.LeaseOf(j))
+	lr, _, err := ex.CompleteLate(ctx, now.Add(time.Minute), store.LeaseOf(j))
 	if err != nil {
 		t.Fatal(err)
 	}

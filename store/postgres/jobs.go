@@ -88,7 +88,7 @@ func (s *Store) listJobsQuery(f store.JobFilter) (string, []any) {
 // Store.Listen).
 func (e executor) RetryJob(ctx context.Context, now time.Time, id int64) (*weirtype.Job, error) {
 	op := fmt.Sprintf("retry job %d", id)
-	if err := checkNow(op, now); err != nil {
+	if err := refuse(op, store.CheckNow(now)); err != nil {
 		return nil, err
 	}
 	now = micro(now)

@@ -150,7 +150,7 @@ RETURNING ` + jobColumns,
 ), letters AS (
 	` + spentLetters(insertLetter, "rescued", "$3") + `
 ), ` + wokenCTE(channel, "rescued") + `
-SELECT id, state = 'dead' FROM rescued WHERE ` + readWoken + ` ORDER BY id`,
+SELECT id, kind, queue, state = 'dead' FROM rescued WHERE ` + readWoken + ` ORDER BY id`,
 		// A counted attempt that was the job's last ends it, as a rescue
 		// does.
 		release: releaseSQL(jobs, insertLetter, channel, ""),
@@ -237,58 +237,19 @@ func dbError(op string, err error) error {
 	return fmt.Errorf("postgres: %s: %w", op, err)
 }
 
-// firstErr returns the first of errs that is not nil: a call with several
-// bad parameters names the first.
-func firstErr(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
+// refuse returns the first of errs, the checks of op's parameters (the
+// store's, see store.FirstError), as op's error.
+func refuse(op string, errs ...error) error {
+	if err := store.FirstError(errs...); err != nil {
+		return fmt.Errorf("postgres: %s: %w", op, err)
 	}
 	return nil
 }
 
+// invalid is op's error for a parameter only PostgreSQL cannot take.
 func invalid(op, format string, args ...any) error {
-	return fmt.Errorf("postgres: %s: %w: %s", op, store.ErrInvalid, fmt.Sprintf(format, args...))
+	return refuse(op, weirtype.Invalidf(format, args...))
 }
-
-// checkNow refuses a zero now: the clock was not set.
-func checkNow(op string, now time.Time) error {
-	if now.IsZero() {
-		return invalid(op, "now is the zero time")
-	}
-	return nil
-}
-
-func checkOwner(op, owner string) error {
-	if owner == "" {
-		return invalid(op, "owner is empty")
-	}
-	return nil
-}
-
-// checkLease refuses a lease that no claim returns: one without an owner
-// or with an attempt below 1.
-func checkLease(op string, l store.Lease) error {
-	if l.Owner == "" {
-		return invalid(op, "lease of job %d: owner is empty", l.ID)
-	}
-	if l.Attempt < 1 {
-		return invalid(op, "lease of job %d: attempt %d is less than 1", l.ID, l.Attempt)
-	}
-	return nil
-}
-
-func checkLeaseFor(op string, d time.Duration) error {
-	if d <= 0 {
-		return invalid(op, "lease duration %v is not positive", d)
-	}
-	return nil
-}
-
-// knownReason reports whether r is an abandon reason the dead letters'
-// table can hold (its CHECK constraint, migrations 0002 and 0010).
-func knownReason(r weirtype.AbandonReason) bool { return r.Valid() }
 
 // micro is t in UTC, to the microsecond PostgreSQL keeps (rounded down, as
 // pgx sends it).
@@ -323,6 +284,19 @@ func queryJobs(ctx context.Context, q querier, sql string, args ...any) ([]*weir
 	return queryAll(ctx, q, sql, args, func(row pgx.Row) (*weirtype.Job, error) { return scanJob(row) })
 }
 
+// leaseArrays returns leases as three arrays of one length, their ids,
+// owners and attempts: how the statements that take many leases take
+// them.
+func leaseArrays(leases []store.Lease) (ids []int64, owners []string, attempts []int64) {
+	ids = make([]int64, len(leases))
+	owners = make([]string, len(leases))
+	attempts = make([]int64, len(leases))
+	for i, l := range leases {
+		ids[i], owners[i], attempts[i] = l.ID, l.Owner, int64(l.Attempt)
+	}
+	return ids, owners, attempts
+}
+
 // claimOrder orders jobs as Claim takes them: higher priority first, then
 // earlier scheduled time, then lower id.
 func claimOrder(a, b *weirtype.Job) int {
@@ -343,10 +317,7 @@ func (e executor) Claim(ctx context.Context, p store.ClaimParams) ([]*weirtype.J
 	if p.Queue == "" {
 		p.Queue = store.DefaultQueue
 	}
-	if p.Limit < 1 {
-		return nil, invalid(op, "limit %d is less than 1", p.Limit)
-	}
-	if err := firstErr(checkOwner(op, p.Owner), checkLeaseFor(op, p.LeaseFor), checkNow(op, p.Now)); err != nil {
+	if err := refuse(op, p.Validate()); err != nil {
 		return nil, err
 	}
 	now := micro(p.Now)
@@ -371,18 +342,10 @@ func (e executor) Claim(ctx context.Context, p store.ClaimParams) ([]*weirtype.J
 // yet is still held, and is extended.
 func (e executor) Heartbeat(ctx context.Context, now time.Time, leases []store.Lease, leaseFor time.Duration) ([]int64, error) {
 	const op = "heartbeat"
-	if err := firstErr(checkLeaseFor(op, leaseFor), checkNow(op, now)); err != nil {
+	if err := refuse(op, store.CheckLeases(leases), store.CheckLeaseFor(leaseFor), store.CheckNow(now)); err != nil {
 		return nil, err
 	}
-	ids := make([]int64, len(leases))
-	owners := make([]string, len(leases))
-	attempts := make([]int64, len(leases))
-	for i, l := range leases {
-		if err := checkLease(op, l); err != nil {
-			return nil, err
-		}
-		ids[i], owners[i], attempts[i] = l.ID, l.Owner, int64(l.Attempt)
-	}
+	ids, owners, attempts := leaseArrays(leases)
 	if len(leases) == 0 {
 		return nil, nil
 	}
@@ -422,7 +385,7 @@ func (e executor) Heartbeat(ctx context.Context, now time.Time, leases []store.L
 // store.Executor.
 func (e executor) Complete(ctx context.Context, now time.Time, l store.Lease) (*weirtype.Job, error) {
 	const op = "complete"
-	if err := firstErr(checkLease(op, l), checkNow(op, now)); err != nil {
+	if err := refuse(op, l.Validate(), store.CheckNow(now)); err != nil {
 		return nil, err
 	}
 	return e.held(ctx, op, l, e.s.sql.complete, micro(now))
@@ -433,18 +396,10 @@ func (e executor) Complete(ctx context.Context, now time.Time, l store.Lease) (*
 // of leases, each once; see store.Executor.
 func (e executor) CompleteMany(ctx context.Context, now time.Time, leases []store.Lease) ([]int64, error) {
 	const op = "complete many"
-	if err := checkNow(op, now); err != nil {
+	if err := refuse(op, store.CheckLeases(leases), store.CheckNow(now)); err != nil {
 		return nil, err
 	}
-	ids := make([]int64, len(leases))
-	owners := make([]string, len(leases))
-	attempts := make([]int64, len(leases))
-	for i, l := range leases {
-		if err := checkLease(op, l); err != nil {
-			return nil, err
-		}
-		ids[i], owners[i], attempts[i] = l.ID, l.Owner, int64(l.Attempt)
-	}
+	ids, owners, attempts := leaseArrays(leases)
 	if len(leases) == 0 {
 		return nil, nil
 	}
@@ -483,11 +438,8 @@ func (e executor) CompleteMany(ctx context.Context, now time.Time, leases []stor
 // U+FFFD, which PostgreSQL cannot store. A zero RetryAt retries at Now.
 func (e executor) Fail(ctx context.Context, p store.FailParams) (*weirtype.Job, error) {
 	const op = "fail"
-	if err := firstErr(checkLease(op, p.Lease), checkNow(op, p.Now)); err != nil {
+	if err := refuse(op, p.Validate()); err != nil {
 		return nil, err
-	}
-	if p.Abandon != "" && !knownReason(p.Abandon) {
-		return nil, invalid(op, "abandon reason %q is unknown", p.Abandon)
 	}
 	now := micro(p.Now)
 	ae := p.Error
@@ -517,11 +469,8 @@ func (e executor) Fail(ctx context.Context, p store.FailParams) (*weirtype.Job, 
 // giving back its attempt; see store.Executor.
 func (e executor) Snooze(ctx context.Context, now time.Time, l store.Lease, until time.Time) (*weirtype.Job, error) {
 	const op = "snooze"
-	if err := firstErr(checkLease(op, l), checkNow(op, now)); err != nil {
+	if err := refuse(op, l.Validate(), store.CheckNow(now), store.CheckSet("until", until)); err != nil {
 		return nil, err
-	}
-	if until.IsZero() {
-		return nil, invalid(op, "until is the zero time")
 	}
 	return e.held(ctx, op, l, e.s.sql.snooze, micro(now), micro(until))
 }
@@ -569,7 +518,7 @@ func (e executor) leaseLost(ctx context.Context, q querier, op string, l store.L
 // Cancel makes a job that is not final cancelled; see store.Executor.
 func (e executor) Cancel(ctx context.Context, now time.Time, id int64) (*weirtype.Job, error) {
 	const op = "cancel"
-	if err := checkNow(op, now); err != nil {
+	if err := refuse(op, store.CheckNow(now)); err != nil {
 		return nil, err
 	}
 	now = micro(now)
@@ -607,12 +556,9 @@ func (e executor) Cancel(ctx context.Context, now time.Time, id int64) (*weirtyp
 // now, in one statement; see store.Executor. The error recorded for each
 // is of type lease_expired, with the message "lease held by <owner>
 // expired at <RFC 3339 time>". Both lists are in id order.
-func (e executor) RescueExpired(ctx context.Context, now time.Time, limit int) (rescued, dead []int64, err error) {
+func (e executor) RescueExpired(ctx context.Context, now time.Time, limit int) (rescued, dead []store.JobRef, err error) {
 	const op = "rescue expired leases"
-	if limit < 1 {
-		return nil, nil, invalid(op, "limit %d is less than 1", limit)
-	}
-	if err := checkNow(op, now); err != nil {
+	if err := refuse(op, store.CheckNow(now), store.CheckLimit(limit)); err != nil {
 		return nil, nil, err
 	}
 	at := micro(now)
@@ -622,13 +568,13 @@ func (e executor) RescueExpired(ctx context.Context, now time.Time, limit int) (
 		if err != nil {
 			return err
 		}
-		var id int64
+		var j store.JobRef
 		var isDead bool
-		_, err = pgx.ForEachRow(rows, []any{&id, &isDead}, func() error {
+		_, err = pgx.ForEachRow(rows, []any{&j.ID, &j.Kind, &j.Queue, &isDead}, func() error {
 			if isDead {
-				dead = append(dead, id)
+				dead = append(dead, j)
 			} else {
-				rescued = append(rescued, id)
+				rescued = append(rescued, j)
 			}
 			return nil
 		})
@@ -645,18 +591,10 @@ func (e executor) RescueExpired(ctx context.Context, now time.Time, limit int) (
 // ascending order.
 func (e executor) ReleaseOwnedExcept(ctx context.Context, now time.Time, owner string, keep []store.Lease) ([]int64, error) {
 	const op = "release owned jobs not running"
-	if err := firstErr(checkOwner(op, owner), checkNow(op, now)); err != nil {
+	if err := refuse(op, store.CheckOwner(owner), store.CheckNow(now), store.CheckLeases(keep)); err != nil {
 		return nil, err
 	}
-	ids := make([]int64, len(keep))
-	owners := make([]string, len(keep))
-	attempts := make([]int64, len(keep))
-	for i, l := range keep {
-		if err := checkLease(op, l); err != nil {
-			return nil, err
-		}
-		ids[i], owners[i], attempts[i] = l.ID, l.Owner, int64(l.Attempt)
-	}
+	ids, owners, attempts := leaseArrays(keep)
 	now = micro(now)
 	msg := "released by " + owner + ", which claimed it but does not run it (the claim's reply was lost); the attempt is given back"
 	var released []int64
@@ -679,7 +617,7 @@ func (e executor) ReleaseOwnedExcept(ctx context.Context, now time.Time, owner s
 // store.Executor. The ids are in ascending order.
 func (e executor) ReleaseOwned(ctx context.Context, now time.Time, owner string, giveBack bool) ([]int64, error) {
 	const op = "release owned jobs"
-	if err := firstErr(checkOwner(op, owner), checkNow(op, now)); err != nil {
+	if err := refuse(op, store.CheckOwner(owner), store.CheckNow(now)); err != nil {
 		return nil, err
 	}
 	now = micro(now)

@@ -42,7 +42,7 @@ func TestRescueRecordsTheExpiredLease(t *testing.T) {
 
 	at := now.Add(time.Hour + 123456*time.Microsecond)
 	rescued, dead, err := ex.RescueExpired(ctx, at, 10)
-	if err != nil || !slices.Equal(rescued, []int64{retry.ID}) || !slices.Equal(dead, []int64{spent.ID}) {
+	if err != nil || !slices.Equal(store.IDsOf(rescued), []int64{retry.ID}) || !slices.Equal(store.IDsOf(dead), []int64{spent.ID}) {
 		t.Fatalf("rescue: %v %v %v", rescued, dead, err)
 	}
 	want := weirtype.AttemptError{Attempt: 1, At: at, Message: "lease held by w1 expired at 2026-01-21T15:30:01.5Z", Type: weirtype.ErrorTypeLeaseExpired}
@@ -99,8 +99,8 @@ func TestConcurrentRescueHandlesEachJobOnce(t *testing.T) {
 				if err != nil {
 					errs = append(errs, err)
 				}
-				for _, id := range append(rescued, dead...) {
-					seen[id]++
+				for _, j := range append(rescued, dead...) {
+					seen[j.ID]++
 				}
 				mu.Unlock()
 				if err != nil || len(rescued)+len(dead) == 0 {
@@ -186,7 +186,7 @@ func TestLifecycleInCallersTransaction(t *testing.T) {
 		if got := claimAt(t, ex, now, store.DefaultQueue, "w", 1, time.Second); len(got) != 1 {
 			t.Fatalf("claimed %d jobs", len(got))
 		}
-		if _, dead, err := ex.RescueExpired(ctx, now.Add(time.Minute), 10); err != nil || !slices.Equal(dead, []int64{j.ID}) {
+		if _, dead, err := ex.RescueExpired(ctx, now.Add(time.Minute), 10); err != nil || !slices.Equal(store.IDsOf(dead), []int64{j.ID}) {
 			t.Fatalf("rescue in the transaction: %v, %v", dead, err)
 		}
 		if dls, err := ex.ListDeadLetters(ctx, store.DeadLetterFilter{}); err != nil || len(dls) != 1 {

@@ -149,7 +149,7 @@ func outboxLockKey(schema string) int64 {
 // (store.ErrInvalid).
 func (e executor) AddOutbox(ctx context.Context, now time.Time, msgs []store.OutboxMessage) ([]int64, error) {
 	const op = "add to the outbox"
-	if err := checkNow(op, now); err != nil {
+	if err := refuse(op, store.CheckNow(now)); err != nil {
 		return nil, err
 	}
 	topics := make([]string, len(msgs))
@@ -157,8 +157,8 @@ func (e executor) AddOutbox(ctx context.Context, now time.Time, msgs []store.Out
 	payloads := make([][]byte, len(msgs))
 	headers := make([]string, len(msgs))
 	for i, m := range msgs {
-		if m.Topic == "" {
-			return nil, invalid(op, "msgs[%d]: topic is empty", i)
+		if err := m.Validate(); err != nil {
+			return nil, refuse(op, fmt.Errorf("message %d: %w", i, err))
 		}
 		h := []byte("{}")
 		if len(m.Headers) > 0 {
@@ -212,10 +212,7 @@ func (e executor) AddOutbox(ctx context.Context, now time.Time, msgs []store.Out
 // other relays' claims wait for it.
 func (e executor) ClaimOutbox(ctx context.Context, p store.OutboxClaimParams) ([]*weirtype.OutboxMessage, error) {
 	const op = "claim outbox"
-	if p.Limit < 1 {
-		return nil, invalid(op, "limit %d is less than 1", p.Limit)
-	}
-	if err := firstErr(checkOwner(op, p.Owner), checkLeaseFor(op, p.LeaseFor), checkNow(op, p.Now)); err != nil {
+	if err := refuse(op, p.Validate()); err != nil {
 		return nil, err
 	}
 	expires := micro(p.Now.Add(p.LeaseFor))
@@ -251,7 +248,7 @@ func (e executor) ClaimOutbox(ctx context.Context, p store.OutboxClaimParams) ([
 // in one statement; see store.Executor.
 func (e executor) MarkPublished(ctx context.Context, now time.Time, owner string, ids []int64) (int, error) {
 	const op = "mark published"
-	if err := firstErr(checkOwner(op, owner), checkNow(op, now)); err != nil {
+	if err := refuse(op, store.CheckOwner(owner), store.CheckNow(now)); err != nil {
 		return 0, err
 	}
 	if len(ids) == 0 {
@@ -266,7 +263,7 @@ func (e executor) MarkPublished(ctx context.Context, now time.Time, owner string
 // replaced by U+FFFD, which PostgreSQL cannot store.
 func (e executor) RetryOutbox(ctx context.Context, now time.Time, owner string, ids []int64, lastError string, retryAt time.Time) (int, error) {
 	const op = "retry outbox"
-	if err := firstErr(checkOwner(op, owner), checkNow(op, now)); err != nil {
+	if err := refuse(op, store.CheckOwner(owner), store.CheckNow(now)); err != nil {
 		return 0, err
 	}
 	if len(ids) == 0 {
@@ -282,7 +279,7 @@ func (e executor) RetryOutbox(ctx context.Context, now time.Time, owner string, 
 // statement; see store.Executor.
 func (e executor) ReleaseOutbox(ctx context.Context, now time.Time, owner string, ids []int64) (int, error) {
 	const op = "release outbox"
-	if err := firstErr(checkOwner(op, owner), checkNow(op, now)); err != nil {
+	if err := refuse(op, store.CheckOwner(owner), store.CheckNow(now)); err != nil {
 		return 0, err
 	}
 	if len(ids) == 0 {
@@ -296,8 +293,8 @@ func (e executor) ReleaseOutbox(ctx context.Context, now time.Time, owner string
 // never deleted.
 func (e executor) PurgeOutbox(ctx context.Context, before time.Time, limit int) (int, error) {
 	const op = "purge outbox"
-	if limit < 1 {
-		return 0, invalid(op, "limit %d is less than 1", limit)
+	if err := refuse(op, store.CheckLimit(limit), store.CheckSet("before", before)); err != nil {
+		return 0, err
 	}
 	return e.execCount(ctx, op, e.s.sql.purgeOutbox, microCeil(before), limit)
 }
@@ -342,13 +339,7 @@ func (e executor) OutboxIdentity(ctx context.Context) (store.OutboxIdentity, err
 // byte, is store.ErrInvalid.
 func (e executor) RecordInbox(ctx context.Context, now time.Time, topic, id string) (bool, error) {
 	const op = "record inbox"
-	switch {
-	case topic == "":
-		return false, invalid(op, "topic is empty")
-	case id == "":
-		return false, invalid(op, "message id of topic %q is empty", topic)
-	}
-	if err := checkNow(op, now); err != nil {
+	if err := refuse(op, store.CheckInboxRecord(topic, id), store.CheckNow(now)); err != nil {
 		return false, err
 	}
 	n, err := e.execCount(ctx, op, e.s.sql.recordInbox, topic, id, micro(now))
@@ -359,8 +350,8 @@ func (e executor) RecordInbox(ctx context.Context, now time.Time, topic, id stri
 // first, in one statement; see store.Executor.
 func (e executor) PurgeInbox(ctx context.Context, before time.Time, limit int) (int, error) {
 	const op = "purge inbox"
-	if limit < 1 {
-		return 0, invalid(op, "limit %d is less than 1", limit)
+	if err := refuse(op, store.CheckLimit(limit), store.CheckSet("before", before)); err != nil {
+		return 0, err
 	}
 	return e.execCount(ctx, op, e.s.sql.purgeInbox, microCeil(before), limit)
 }

@@ -123,17 +123,7 @@ GROUP BY series`,
 // Name or State with a NUL byte is store.ErrInvalid.
 func (e executor) CreateWorkflow(ctx context.Context, now time.Time, p store.WorkflowParams) (*weirtype.Workflow, bool, error) {
 	const op = "create workflow"
-	switch {
-	case p.ID == "":
-		return nil, false, invalid(op, "id is empty")
-	case p.Name == "":
-		return nil, false, invalid(op, "workflow %q: name is empty", p.ID)
-	case p.State == "":
-		return nil, false, invalid(op, "workflow %q: state is empty", p.ID)
-	case len(p.Data) > weirtype.MaxWorkflowData:
-		return nil, false, invalid(op, "workflow %q: data of %d bytes is over the limit of %d", p.ID, len(p.Data), weirtype.MaxWorkflowData)
-	}
-	if err := checkNow(op, now); err != nil {
+	if err := refuse(op, p.Validate(), store.CheckNow(now)); err != nil {
 		return nil, false, err
 	}
 	var (
@@ -196,19 +186,7 @@ func (e executor) AdvanceWorkflow(ctx context.Context, now time.Time, p store.Ad
 	if status == "" {
 		status = weirtype.WorkflowRunning
 	}
-	switch {
-	case p.ID == "":
-		return nil, invalid(op, "id is empty")
-	case p.Version < 1:
-		return nil, invalid(op, "workflow %q: version %d is less than 1", p.ID, p.Version)
-	case p.State == "":
-		return nil, invalid(op, "workflow %q: state is empty", p.ID)
-	case !status.Valid():
-		return nil, invalid(op, "workflow %q: status %q is unknown", p.ID, p.Status)
-	case len(p.Data) > weirtype.MaxWorkflowData:
-		return nil, invalid(op, "workflow %q: data of %d bytes is over the limit of %d", p.ID, len(p.Data), weirtype.MaxWorkflowData)
-	}
-	if err := checkNow(op, now); err != nil {
+	if err := refuse(op, p.Validate(), store.CheckNow(now)); err != nil {
 		return nil, err
 	}
 	var wf *weirtype.Workflow
@@ -256,11 +234,8 @@ func (e executor) advanceRefused(ctx context.Context, q querier, p store.Advance
 // collation.
 func (e executor) ListWorkflows(ctx context.Context, f store.WorkflowFilter) ([]*weirtype.Workflow, error) {
 	const op = "list workflows"
-	switch {
-	case f.Limit < 0:
-		return nil, invalid(op, "limit %d is negative", f.Limit)
-	case f.Status != "" && !f.Status.Valid():
-		return nil, invalid(op, "filter status %q is unknown", f.Status)
+	if err := refuse(op, f.Validate()); err != nil {
+		return nil, err
 	}
 	var (
 		conds []string
@@ -291,11 +266,8 @@ func (e executor) ListWorkflows(ctx context.Context, f store.WorkflowFilter) ([]
 // version; see store.Executor.
 func (e executor) ListWorkflowTransitions(ctx context.Context, id string, afterVersion int64, limit int) ([]*store.WorkflowTransition, error) {
 	const op = "list workflow transitions"
-	switch {
-	case limit < 0:
-		return nil, invalid(op, "limit %d is negative", limit)
-	case afterVersion < 0:
-		return nil, invalid(op, "after version %d is negative", afterVersion)
+	if err := refuse(op, store.CheckHistoryPage(afterVersion, limit)); err != nil {
+		return nil, err
 	}
 	var lim any // NULL: no limit
 	if limit > 0 {
@@ -356,7 +328,7 @@ func listPage[T any](ctx context.Context, e executor, op, selectFrom string, con
 // first begin. A Txn or Series with a NUL byte is store.ErrInvalid.
 func (e executor) BeginEffect(ctx context.Context, now time.Time, k store.EffectKey) (*weirtype.Effect, bool, error) {
 	const op = "begin effect"
-	if err := firstErr(checkEffectKey(op, k), checkNow(op, now)); err != nil {
+	if err := refuse(op, k.Validate(), store.CheckNow(now)); err != nil {
 		return nil, false, err
 	}
 	var (
@@ -392,7 +364,7 @@ func (e executor) BeginEffect(ctx context.Context, now time.Time, k store.Effect
 // returned to callers as it was given, so it is not altered to fit.
 func (e executor) FinishEffect(ctx context.Context, now time.Time, k store.EffectKey, result string) (*weirtype.Effect, error) {
 	const op = "finish effect"
-	if err := firstErr(checkEffectKey(op, k), checkNow(op, now)); err != nil {
+	if err := refuse(op, k.Validate(), store.CheckNow(now)); err != nil {
 		return nil, err
 	}
 	var rec *weirtype.Effect
@@ -422,8 +394,8 @@ func (e executor) FinishEffect(ctx context.Context, now time.Time, k store.Effec
 // store.ErrInvalid.
 func (e executor) ListEffects(ctx context.Context, txn string) ([]*weirtype.Effect, error) {
 	const op = "list effects"
-	if txn == "" {
-		return nil, invalid(op, "txn is empty")
+	if err := refuse(op, store.CheckTxn(txn)); err != nil {
+		return nil, err
 	}
 	var recs []*weirtype.Effect
 	err := e.run(ctx, func(q querier) (err error) {
@@ -444,8 +416,8 @@ func (e executor) ListEffects(ctx context.Context, txn string) ([]*weirtype.Effe
 // store.ErrInvalid.
 func (e executor) CountEffects(ctx context.Context, txn string) (map[string]int, error) {
 	const op = "count effects"
-	if txn == "" {
-		return nil, invalid(op, "txn is empty")
+	if err := refuse(op, store.CheckTxn(txn)); err != nil {
+		return nil, err
 	}
 	counts := make(map[string]int)
 	err := e.run(ctx, func(q querier) error {
@@ -471,17 +443,6 @@ func (e executor) CountEffects(ctx context.Context, txn string) (map[string]int,
 		return nil, dbError(fmt.Sprintf("%s of txn %q", op, txn), err)
 	}
 	return counts, nil
-}
-
-// checkEffectKey refuses a key without a txn or with a negative ordinal.
-func checkEffectKey(op string, k store.EffectKey) error {
-	switch {
-	case k.Txn == "":
-		return invalid(op, "txn is empty")
-	case k.Ordinal < 0:
-		return invalid(op, "effect %s: ordinal is negative", keyText(k))
-	}
-	return nil
 }
 
 // keyText names the effect k in errors, as txn/series/ordinal with txn

@@ -145,19 +145,7 @@ func purgeJobs(where string) string {
 // is what a caller who selected no dead letters means; reading it as "all"
 // would make a purge of an empty selection purge every dead letter.
 func deadLetterWhere(f store.DeadLetterFilter, page bool) (string, []any, error) {
-	if f.Reason != "" && !f.Reason.Valid() {
-		return "", nil, fmt.Errorf("%w: filter abandon reason %q is unknown (want one of %v)", store.ErrInvalid, f.Reason, weirtype.AbandonReasons())
-	}
-	if f.Limit < 0 {
-		return "", nil, fmt.Errorf("%w: limit %d is negative", store.ErrInvalid, f.Limit)
-	}
-	if f.JobID < 0 {
-		return "", nil, fmt.Errorf("%w: job id %d is negative", store.ErrInvalid, f.JobID)
-	}
-	if err := checkTime("failed before", f.FailedBefore); err != nil {
-		return "", nil, err
-	}
-	if err := checkTime("failed after", f.FailedAfter); err != nil {
+	if err := store.FirstError(f.Validate(), checkTime("failed before", f.FailedBefore), checkTime("failed after", f.FailedAfter)); err != nil {
 		return "", nil, err
 	}
 	var (

@@ -55,7 +55,7 @@ const expireDeadlines = expireJobs + `
 		SELECT id FROM weir_jobs INDEXED BY weir_jobs_deadline
 		WHERE deadline_at < ?1 AND state IN ('available', 'scheduled', 'running')
 		ORDER BY deadline_at, id LIMIT ` + limit3 + `)
-	RETURNING id, deadline_at`
+	RETURNING id, kind, queue, deadline_at`
 
 // expireHeld abandons at ?1, as expireJobs says, the running job ?3: one
 // that CompleteLate found held by the lease and past its deadline.
@@ -64,42 +64,42 @@ const expireHeld = expireJobs + `
 
 // ExpireDeadlines abandons, in one UPDATE, up to limit jobs that are not
 // final and whose deadline is before now, and writes their dead letters
-// (reason deadline_exceeded) in the same transaction. It returns their ids
+// (reason deadline_exceeded) in the same transaction. It returns them
 // earliest deadline first, then by id.
-func (e executor) ExpireDeadlines(ctx context.Context, now time.Time, limit int) ([]int64, error) {
-	if err := checkNow(now); err != nil {
+func (e executor) ExpireDeadlines(ctx context.Context, now time.Time, limit int) ([]store.JobRef, error) {
+	if err := store.FirstError(checkNow(now), store.CheckLimit(limit)); err != nil {
 		return nil, fmt.Errorf("expire deadlines: %w", err)
 	}
-	if limit < 1 {
-		return nil, fmt.Errorf("expire deadlines: %w: limit %d is less than 1", store.ErrInvalid, limit)
-	}
-	var ids []int64
+	var jobs []store.JobRef
 	err := e.write(ctx, func(tx *sql.Tx) error {
 		rows, err := e.s.stmts.query(ctx, tx, expireDeadlines, encodeTime(now), timeJSON(now), limit)
 		if err != nil {
 			return err
 		}
-		if ids, err = scanExpired(rows); err != nil {
+		if jobs, err = scanExpired(rows); err != nil {
 			return err
 		}
-		return e.insertDeadLetters(ctx, tx, now, weirtype.AbandonDeadline, ids)
+		return e.insertDeadLetters(ctx, tx, now, weirtype.AbandonDeadline, store.IDsOf(jobs))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("expire deadlines: %w", err)
 	}
-	return ids, nil
+	return jobs, nil
 }
 
-// scanExpired reads and closes rows of (id, deadline_at), and returns the
-// ids earliest deadline first, then by id: RETURNING gives the rows in no
-// promised order.
-func scanExpired(rows *sql.Rows) ([]int64, error) {
+// scanExpired reads and closes rows of (id, kind, queue, deadline_at), and
+// returns the jobs earliest deadline first, then by id: RETURNING gives
+// the rows in no promised order.
+func scanExpired(rows *sql.Rows) ([]store.JobRef, error) {
 	defer rows.Close()
-	type expired struct{ id, deadline int64 }
+	type expired struct {
+		store.JobRef
+		deadline int64
+	}
 	var got []expired
 	for rows.Next() {
 		var x expired
-		if err := rows.Scan(&x.id, &x.deadline); err != nil {
+		if err := rows.Scan(&x.ID, &x.Kind, &x.Queue, &x.deadline); err != nil {
 			return nil, err
 		}
 		got = append(got, x)
@@ -108,13 +108,13 @@ func scanExpired(rows *sql.Rows) ([]int64, error) {
 		return nil, err
 	}
 	slices.SortFunc(got, func(a, b expired) int {
-		return cmp.Or(cmp.Compare(a.deadline, b.deadline), cmp.Compare(a.id, b.id))
+		return cmp.Or(cmp.Compare(a.deadline, b.deadline), cmp.Compare(a.ID, b.ID))
 	})
-	ids := make([]int64, len(got))
+	jobs := make([]store.JobRef, len(got))
 	for i, x := range got {
-		ids[i] = x.id
+		jobs[i] = x.JobRef
 	}
-	return ids, nil
+	return jobs, nil
 }
 
 // lateResultColumns are weir_late_results' columns in the order
@@ -137,27 +137,22 @@ const insertLateResult = `INSERT INTO weir_late_results
 // job is missing or is not dead past its deadline at l's attempt and
 // owner; and one wrapping store.ErrInvalid when l is held and the job has
 // no deadline, or its deadline has not passed at now (the attempt is not
-// late: Complete it).
-func (e executor) CompleteLate(ctx context.Context, now time.Time, l store.Lease) (*weirtype.LateResult, error) {
-	err := checkOwner(l.Owner)
-	if err == nil {
-		err = checkNow(now)
+// late: Complete it). abandoned reports whether it abandoned the job.
+func (e executor) CompleteLate(ctx context.Context, now time.Time, l store.Lease) (lr *weirtype.LateResult, abandoned bool, err error) {
+	if err := store.FirstError(store.CheckOwner(l.Owner), checkNow(now)); err != nil {
+		return nil, false, fmt.Errorf("complete job %d late: %w", l.ID, err)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("complete job %d late: %w", l.ID, err)
-	}
-	var lr *weirtype.LateResult
 	err = e.write(ctx, func(tx *sql.Tx) (err error) {
-		lr, err = e.completeLate(ctx, tx, now, l)
+		lr, abandoned, err = e.completeLate(ctx, tx, now, l)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("complete job %d late: %w", l.ID, err)
+		return nil, false, fmt.Errorf("complete job %d late: %w", l.ID, err)
 	}
-	return lr, nil
+	return lr, abandoned, nil
 }
 
-func (e executor) completeLate(ctx context.Context, tx *sql.Tx, now time.Time, l store.Lease) (*weirtype.LateResult, error) {
+func (e executor) completeLate(ctx context.Context, tx *sql.Tx, now time.Time, l store.Lease) (*weirtype.LateResult, bool, error) {
 	var (
 		state, owner, lastType string
 		attempt                int
@@ -166,48 +161,44 @@ func (e executor) completeLate(ctx context.Context, tx *sql.Tx, now time.Time, l
 	err := tx.QueryRowContext(ctx, `SELECT state, attempt, lease_owner, deadline_at, coalesce(errors ->> '$[#-1].type', '')
 		FROM weir_jobs WHERE id = ?`, l.ID).Scan(&state, &attempt, &owner, &deadline, &lastType)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: job %d does not exist", store.ErrLeaseLost, l.ID)
+		return nil, false, fmt.Errorf("%w: job %d does not exist", store.ErrLeaseLost, l.ID)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read the job: %w", err)
+		return nil, false, fmt.Errorf("read the job: %w", err)
 	}
 	held := state == string(weirtype.StateRunning) && owner == l.Owner && attempt == l.Attempt
-	if held && !deadline.Valid {
-		return nil, fmt.Errorf("%w: job %d has no deadline, so it cannot be late", store.ErrInvalid, l.ID)
-	}
 	if held {
-		if d := decodeTime(deadline); !d.Before(now) {
-			return nil, fmt.Errorf("%w: job %d's deadline %s has not passed at %s: the attempt is not late",
-				store.ErrInvalid, l.ID, d.Format(time.RFC3339Nano), storedTime(now).Format(time.RFC3339Nano))
+		if err := store.CheckLate(l.ID, decodeTime(deadline), now); err != nil {
+			return nil, false, err
 		}
 		if _, err := e.s.stmts.exec(ctx, tx, expireHeld, encodeTime(now), timeJSON(now), l.ID); err != nil {
-			return nil, fmt.Errorf("abandon the job past its deadline: %w", err)
+			return nil, false, fmt.Errorf("abandon the job past its deadline: %w", err)
 		}
 		if err := e.insertDeadLetters(ctx, tx, now, weirtype.AbandonDeadline, []int64{l.ID}); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		state, lastType = string(weirtype.StateDead), weirtype.ErrorTypeDeadlineExceeded
 	}
 	if state != string(weirtype.StateDead) || lastType != weirtype.ErrorTypeDeadlineExceeded || attempt != l.Attempt || owner != l.Owner {
-		return nil, fmt.Errorf("%w: job %d is not dead past its deadline at attempt %d of %s (it is %s at attempt %d)",
+		return nil, false, fmt.Errorf("%w: job %d is not dead past its deadline at attempt %d of %s (it is %s at attempt %d)",
 			store.ErrLeaseLost, l.ID, l.Attempt, l.Owner, state, attempt)
 	}
 
 	if _, err := e.s.stmts.exec(ctx, tx, insertLateResult, l.ID, encodeTime(now)); err != nil {
-		return nil, fmt.Errorf("store the late result: %w", err)
+		return nil, false, fmt.Errorf("store the late result: %w", err)
 	}
 	lr, err := scanLateResult(tx.QueryRowContext(ctx,
 		"SELECT "+lateResultColumns+" FROM weir_late_results WHERE job_id = ? AND attempt = ?", l.ID, l.Attempt))
 	if err != nil {
-		return nil, fmt.Errorf("read the late result: %w", err)
+		return nil, false, fmt.Errorf("read the late result: %w", err)
 	}
-	return lr, nil
+	return lr, held, nil
 }
 
 // ListLateResults returns the late results that match f, lowest id first.
 func (e executor) ListLateResults(ctx context.Context, f store.LateResultFilter) ([]*weirtype.LateResult, error) {
-	if f.Limit < 0 {
-		return nil, fmt.Errorf("list late results: %w: limit %d is negative", store.ErrInvalid, f.Limit)
+	if err := f.Validate(); err != nil {
+		return nil, fmt.Errorf("list late results: %w", err)
 	}
 	var (
 		conds []string
@@ -346,11 +337,8 @@ const listStuck = `SELECT ` + jobColumns + ` FROM weir_jobs WHERE state = 'runni
 // ListStuck returns up to limit running jobs whose attempt started before
 // before, oldest first, then by id.
 func (e executor) ListStuck(ctx context.Context, before time.Time, limit int) ([]*weirtype.Job, error) {
-	if err := checkBefore(before); err != nil {
+	if err := store.FirstError(checkBefore(before), store.CheckLimit(limit)); err != nil {
 		return nil, fmt.Errorf("list stuck jobs: %w", err)
-	}
-	if limit < 1 {
-		return nil, fmt.Errorf("list stuck jobs: %w: limit %d is less than 1", store.ErrInvalid, limit)
 	}
 	rows, err := e.reader().QueryContext(ctx, listStuck, encodeTime(before), limit)
 	if err != nil {
@@ -400,8 +388,5 @@ func (e executor) CountJobs(ctx context.Context, stuckBefore time.Time) ([]store
 // checkBefore returns an error wrapping store.ErrInvalid when before, the
 // stuck threshold, is the zero time or cannot be stored.
 func checkBefore(before time.Time) error {
-	if before.IsZero() {
-		return fmt.Errorf("%w: before is the zero time", store.ErrInvalid)
-	}
-	return checkTime("before", before)
+	return store.FirstError(store.CheckSet("before", before), checkTime("before", before))
 }

@@ -30,7 +30,7 @@ func TestDeadlineExpiryNamesTheDeadline(t *testing.T) {
 	}
 	frac, ancient := res[0].Job, res[1].Job
 	at := t0.Add(time.Hour)
-	if ids, err := ex.ExpireDeadlines(ctx, at, 10); err != nil || !slices.Equal(ids, []int64{ancient.ID, whole.ID, frac.ID}) {
+	if ids, err := ex.ExpireDeadlines(ctx, at, 10); err != nil || !slices.Equal(store.IDsOf(ids), []int64{ancient.ID, whole.ID, frac.ID}) {
 		t.Fatalf("expire: %v, %v", ids, err)
 	}
 	want := map[int64]weirtype.AttemptError{}
@@ -82,7 +82,7 @@ func TestCompleteLateRefusesAnAttemptThatIsNotLate(t *testing.T) {
 		{"no owner", "owner", store.Lease{ID: onTime.ID, Attempt: 1}, t0.Add(time.Hour)},
 		{"zero time", "now", store.LeaseOf(onTime), time.Time{}},
 	} {
-		if _, err := ex.CompleteLate(ctx, c.at, c.l); !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+		if _, _, err := ex.CompleteLate(ctx, c.at, c.l); !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want ErrInvalid naming %q", c.name, err, c.want)
 		}
 	}
@@ -105,7 +105,7 @@ func TestLateResultOutlivesAPurge(t *testing.T) {
 	s := migratedTemp(t)
 	ex := s.Executor()
 	j := claimed(t, ex, store.InsertParams{Kind: "k", DeadlineAt: t0}, "w")
-	lr, err := ex.CompleteLate(ctx, t0.Add(time.Minute), store.LeaseOf(j))
+	lr, _, err := ex.CompleteLate(ctx, t0.Add(time.Minute), store.LeaseOf(j))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestCompleteLateInCallersTransaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Tx(tx).CompleteLate(ctx, t0.Add(time.Minute), store.LeaseOf(j)); err != nil {
+	if _, _, err := s.Tx(tx).CompleteLate(ctx, t0.Add(time.Minute), store.LeaseOf(j)); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Rollback(); err != nil {

@@ -101,19 +101,10 @@ func (e executor) Claim(ctx context.Context, p store.ClaimParams) ([]*weirtype.J
 	return jobs, nil
 }
 
+// checkClaim is p.Validate, and the lease's end in the range of times
+// SQLite keeps.
 func checkClaim(p store.ClaimParams) error {
-	switch {
-	case p.Limit < 1:
-		return fmt.Errorf("%w: limit %d is less than 1", store.ErrInvalid, p.Limit)
-	case p.Owner == "":
-		return fmt.Errorf("%w: owner is empty", store.ErrInvalid)
-	case p.LeaseFor <= 0:
-		return fmt.Errorf("%w: lease-for %v is not positive", store.ErrInvalid, p.LeaseFor)
-	}
-	if err := checkNow(p.Now); err != nil {
-		return err
-	}
-	return checkTime("lease expiry", p.Now.Add(p.LeaseFor))
+	return store.FirstError(p.Validate(), checkNow(p.Now), checkTime("lease expiry", p.Now.Add(p.LeaseFor)))
 }
 
 // scanJobs reads and closes rows of jobColumns.
@@ -159,27 +150,6 @@ func idList(ids []int64) string {
 	return string(append(b, ']'))
 }
 
-func checkOwner(owner string) error {
-	if owner == "" {
-		return fmt.Errorf("%w: owner is empty", store.ErrInvalid)
-	}
-	return nil
-}
-
-// checkLease returns an error wrapping store.ErrInvalid, naming the field,
-// when l cannot be a lease Claim handed out: one without an owner, or at
-// an attempt less than 1. A lease of a missing job is not invalid: it is
-// lost.
-func checkLease(l store.Lease) error {
-	if err := checkOwner(l.Owner); err != nil {
-		return err
-	}
-	if l.Attempt < 1 {
-		return fmt.Errorf("%w: attempt %d is less than 1", store.ErrInvalid, l.Attempt)
-	}
-	return nil
-}
-
 // heartbeatJobs extends to ?1 the leases ?2, a JSON array of [id, owner,
 // attempt] arrays, still held. The join walks the leases and looks each job
 // up by its rowid, so it costs what the worker holds; NOT INDEXED keeps the
@@ -199,22 +169,7 @@ const heartbeatJobs = `UPDATE weir_jobs NOT INDEXED SET lease_expires_at = ?1
 // attempt. It changes only lease_expires_at: UpdatedAt says when the job
 // last changed state.
 func (e executor) Heartbeat(ctx context.Context, now time.Time, leases []store.Lease, leaseFor time.Duration) ([]int64, error) {
-	var err error
-	for i, l := range leases {
-		if err = checkLease(l); err != nil {
-			err = fmt.Errorf("lease %d (job %d): %w", i, l.ID, err)
-			break
-		}
-	}
-	if err == nil && leaseFor <= 0 {
-		err = fmt.Errorf("%w: lease-for %v is not positive", store.ErrInvalid, leaseFor)
-	}
-	if err == nil {
-		err = checkNow(now)
-	}
-	if err == nil {
-		err = checkTime("lease expiry", now.Add(leaseFor))
-	}
+	err := store.FirstError(store.CheckLeases(leases), store.CheckLeaseFor(leaseFor), checkNow(now), checkTime("lease expiry", now.Add(leaseFor)))
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat: %w", err)
 	}
@@ -306,10 +261,7 @@ const completeJob = `UPDATE weir_jobs SET
 // Complete makes the job of lease l completed. When l is no longer held,
 // or the job is missing, it returns an error wrapping store.ErrLeaseLost.
 func (e executor) Complete(ctx context.Context, now time.Time, l store.Lease) (*weirtype.Job, error) {
-	err := checkLease(l)
-	if err == nil {
-		err = checkNow(now)
-	}
+	err := store.FirstError(l.Validate(), checkNow(now))
 	if err != nil {
 		return nil, fmt.Errorf("complete job %d: %w", l.ID, err)
 	}
@@ -339,16 +291,7 @@ const completeJobs = `UPDATE weir_jobs NOT INDEXED SET
 // and returns the ids of the jobs it did not complete (each id once, in
 // the order of leases).
 func (e executor) CompleteMany(ctx context.Context, now time.Time, leases []store.Lease) ([]int64, error) {
-	var err error
-	for i, l := range leases {
-		if err = checkLease(l); err != nil {
-			err = fmt.Errorf("lease %d (job %d): %w", i, l.ID, err)
-			break
-		}
-	}
-	if err == nil {
-		err = checkNow(now)
-	}
+	err := store.FirstError(store.CheckLeases(leases), checkNow(now))
 	if err != nil {
 		return nil, fmt.Errorf("complete jobs: %w", err)
 	}
@@ -449,34 +392,9 @@ func (e executor) Fail(ctx context.Context, p store.FailParams) (*weirtype.Job, 
 	return job, nil
 }
 
+// checkFail is p.Validate, and its times in the range SQLite keeps.
 func checkFail(p store.FailParams) error {
-	if err := checkLease(p.Lease); err != nil {
-		return err
-	}
-	if err := checkNow(p.Now); err != nil {
-		return err
-	}
-	if err := checkTime("error at", p.Error.At); err != nil {
-		return err
-	}
-	if p.Abandon != "" {
-		return checkReason(p.Abandon)
-	}
-	if p.RetryAt.IsZero() {
-		return nil // retry at once
-	}
-	return checkTime("retry at", p.RetryAt)
-}
-
-// checkReason returns an error wrapping store.ErrInvalid when r is not an
-// abandon reason the dead letters table can hold (its CHECK constraint,
-// migration 0002): weirtype's reasons but retry_after_exceeds_limit, which
-// needs a migration that widens the constraint.
-func checkReason(r weirtype.AbandonReason) error {
-	if r.Valid() {
-		return nil
-	}
-	return fmt.Errorf("%w: abandon reason %q is unknown", store.ErrInvalid, r)
+	return store.FirstError(p.Validate(), checkNow(p.Now), checkTime("error at", p.Error.At), checkTime("retry at", p.RetryAt))
 }
 
 // insertDeadLetter writes the dead letters of the dead jobs ids, abandoned
@@ -519,16 +437,7 @@ const snoozeJob = `UPDATE weir_jobs SET
 // l is no longer held, or the job is missing, it returns an error wrapping
 // store.ErrLeaseLost.
 func (e executor) Snooze(ctx context.Context, now time.Time, l store.Lease, until time.Time) (*weirtype.Job, error) {
-	err := checkLease(l)
-	if err == nil {
-		err = checkNow(now)
-	}
-	if err == nil && until.IsZero() {
-		err = fmt.Errorf("%w: until is the zero time", store.ErrInvalid)
-	}
-	if err == nil {
-		err = checkTime("until", until)
-	}
+	err := store.FirstError(l.Validate(), checkNow(now), store.CheckSet("until", until), checkTime("until", until))
 	if err != nil {
 		return nil, fmt.Errorf("snooze job %d: %w", l.ID, err)
 	}
@@ -602,18 +511,15 @@ const rescueExpired = `UPDATE weir_jobs SET
 		SELECT id FROM weir_jobs INDEXED BY weir_jobs_lease_expiry
 		WHERE state = 'running' AND lease_expires_at < ?1
 		ORDER BY lease_expires_at, id LIMIT ` + limit3 + `)
-	RETURNING id, state`
+	RETURNING id, kind, queue, state`
 
 // RescueExpired rescues up to limit running jobs whose lease ended before
 // now, in one UPDATE, and writes the dead letters of those out of attempts
 // (reason max_attempts_exceeded, last error the lease_expired one) in the
-// same transaction. Each list of ids is in ascending order.
-func (e executor) RescueExpired(ctx context.Context, now time.Time, limit int) (rescued, dead []int64, err error) {
-	if err := checkNow(now); err != nil {
+// same transaction. Each list is in id order.
+func (e executor) RescueExpired(ctx context.Context, now time.Time, limit int) (rescued, dead []store.JobRef, err error) {
+	if err := store.FirstError(checkNow(now), store.CheckLimit(limit)); err != nil {
 		return nil, nil, fmt.Errorf("rescue expired leases: %w", err)
-	}
-	if limit < 1 {
-		return nil, nil, fmt.Errorf("rescue expired leases: %w: limit %d is less than 1", store.ErrInvalid, limit)
 	}
 	at := timeJSON(now)
 	err = e.write(ctx, func(tx *sql.Tx) error {
@@ -624,29 +530,32 @@ func (e executor) RescueExpired(ctx context.Context, now time.Time, limit int) (
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var id int64
+			var j store.JobRef
 			var state string
-			if err := rows.Scan(&id, &state); err != nil {
+			if err := rows.Scan(&j.ID, &j.Kind, &j.Queue, &state); err != nil {
 				return err
 			}
 			if state == string(weirtype.StateDead) {
-				dead = append(dead, id)
+				dead = append(dead, j)
 			} else {
-				rescued = append(rescued, id)
+				rescued = append(rescued, j)
 			}
 		}
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		slices.Sort(dead)
-		return e.insertDeadLetters(ctx, tx, now, weirtype.AbandonMaxAttempts, dead)
+		slices.SortFunc(dead, byID)
+		return e.insertDeadLetters(ctx, tx, now, weirtype.AbandonMaxAttempts, store.IDsOf(dead))
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("rescue expired leases: %w", err)
 	}
-	slices.Sort(rescued)
+	slices.SortFunc(rescued, byID)
 	return rescued, dead, nil
 }
+
+// byID orders jobs by id.
+func byID(a, b store.JobRef) int { return cmp.Compare(a.ID, b.ID) }
 
 // timeJSON is t as an AttemptError's "at": the JSON string time.Time
 // marshals to, of t as the database keeps it, without the quotes.
@@ -697,10 +606,8 @@ func (e executor) ReleaseOwned(ctx context.Context, now time.Time, owner string,
 // ReleaseOwnedExcept gives back every running job owner holds at a lease
 // not among keep, in one UPDATE, and returns their ids in ascending order.
 func (e executor) ReleaseOwnedExcept(ctx context.Context, now time.Time, owner string, keep []store.Lease) ([]int64, error) {
-	for i, l := range keep {
-		if err := checkLease(l); err != nil {
-			return nil, fmt.Errorf("release the jobs of %s: keep lease %d (job %d): %w", owner, i, l.ID, err)
-		}
+	if err := store.CheckLeases(keep); err != nil {
+		return nil, fmt.Errorf("release the jobs of %s: keep: %w", owner, err)
 	}
 	list, err := leaseList(keep)
 	if err != nil {
@@ -718,15 +625,11 @@ func (e executor) ReleaseOwnedExcept(ctx context.Context, now time.Time, owner s
 // write transaction, writes the dead letters of the jobs it made dead, and
 // returns the ids of all in ascending order.
 func (e executor) release(ctx context.Context, now time.Time, owner, query string, args ...any) ([]int64, error) {
-	err := checkOwner(owner)
-	if err == nil {
-		err = checkNow(now)
-	}
-	if err != nil {
+	if err := store.FirstError(store.CheckOwner(owner), checkNow(now)); err != nil {
 		return nil, err
 	}
 	var ids []int64
-	err = e.write(ctx, func(tx *sql.Tx) error {
+	err := e.write(ctx, func(tx *sql.Tx) error {
 		ids = nil
 		rows, err := e.s.stmts.query(ctx, tx, query, args...)
 		if err != nil {

@@ -108,7 +108,7 @@ func TestRescueRecordsTheExpiredLease(t *testing.T) {
 	ex := s.Executor()
 	j := claimed(t, ex, store.InsertParams{Kind: "k", MaxAttempts: 1}, "worker-7")
 	at := t0.Add(time.Hour)
-	if _, dead, err := ex.RescueExpired(ctx, at, 10); err != nil || !slices.Equal(dead, []int64{j.ID}) {
+	if _, dead, err := ex.RescueExpired(ctx, at, 10); err != nil || !slices.Equal(store.IDsOf(dead), []int64{j.ID}) {
 		t.Fatalf("rescue: %v, %v", dead, err)
 	}
 	dls, err := ex.ListDeadLetters(ctx, store.DeadLetterFilter{})
@@ -149,11 +149,11 @@ func TestRescueTakesTheOldestLeasesFirst(t *testing.T) {
 	slices.Reverse(want) // oldest lease first
 	// Each list comes back in ascending order of id.
 	first, _, err := ex.RescueExpired(ctx, t0.Add(time.Hour), 2)
-	if wantFirst := slices.Sorted(slices.Values(want[:2])); err != nil || !slices.Equal(first, wantFirst) {
+	if wantFirst := slices.Sorted(slices.Values(want[:2])); err != nil || !slices.Equal(store.IDsOf(first), wantFirst) {
 		t.Fatalf("first rescue %v, %v; want %v", first, err, wantFirst)
 	}
 	rest, _, err := ex.RescueExpired(ctx, t0.Add(time.Hour), 10)
-	if wantRest := slices.Sorted(slices.Values(want[2:])); err != nil || !slices.Equal(rest, wantRest) {
+	if wantRest := slices.Sorted(slices.Values(want[2:])); err != nil || !slices.Equal(store.IDsOf(rest), wantRest) {
 		t.Fatalf("second rescue %v, %v; want %v", rest, err, wantRest)
 	}
 }

@@ -20,8 +20,8 @@ func (e executor) AddOutbox(ctx context.Context, now time.Time, msgs []store.Out
 	}
 	headers := make([]any, len(msgs))
 	for i, m := range msgs {
-		if m.Topic == "" {
-			return nil, fmt.Errorf("add to the outbox: %w: message %d has no topic", store.ErrInvalid, i)
+		if err := m.Validate(); err != nil {
+			return nil, fmt.Errorf("add to the outbox: message %d: %w", i, err)
 		}
 		if len(m.Headers) > 0 {
 			b, err := json.Marshal(m.Headers)
@@ -53,13 +53,7 @@ const insertOutbox = `INSERT INTO weir_outbox (topic, key, payload, headers, cre
 
 // RecordInbox records message id of topic, reporting whether it is new.
 func (e executor) RecordInbox(ctx context.Context, now time.Time, topic, id string) (bool, error) {
-	switch {
-	case topic == "":
-		return false, fmt.Errorf("record in the inbox: %w: topic is empty", store.ErrInvalid)
-	case id == "":
-		return false, fmt.Errorf("record in the inbox: %w: message id is empty", store.ErrInvalid)
-	}
-	if err := checkNow(now); err != nil {
+	if err := store.FirstError(store.CheckInboxRecord(topic, id), checkNow(now)); err != nil {
 		return false, fmt.Errorf("record in the inbox: %w", err)
 	}
 	n, err := e.execCount(ctx, "record in the inbox", `INSERT INTO weir_inbox (topic, message_id, received_at) VALUES (?1, ?2, ?3)
@@ -94,11 +88,8 @@ func (e executor) PurgeInbox(ctx context.Context, before time.Time, limit int) (
 // purge runs del, whose ?1 is before and ?2 limit, and returns the rows it
 // deleted.
 func (e executor) purge(ctx context.Context, op string, before time.Time, limit int, del string) (int, error) {
-	if limit < 1 {
-		return 0, fmt.Errorf("%s: %w: limit %d is less than 1", op, store.ErrInvalid, limit)
-	}
-	if err := checkTime("before", before); err != nil || before.IsZero() {
-		return 0, fmt.Errorf("%s: %w: before %v is not a time that can be stored", op, store.ErrInvalid, before)
+	if err := store.FirstError(store.CheckLimit(limit), checkBefore(before)); err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
 	}
 	return e.execCount(ctx, op, del, encodeTime(before), limit)
 }

@@ -110,15 +110,7 @@ var (
 // them); otherwise it takes or renews the lease, one row written, and
 // reads in the same transaction.
 func (e executor) ClaimOutbox(ctx context.Context, p store.OutboxClaimParams) ([]*weirtype.OutboxMessage, error) {
-	switch {
-	case p.Limit < 1:
-		return nil, fmt.Errorf("claim the outbox: %w: limit %d is less than 1", store.ErrInvalid, p.Limit)
-	case p.Owner == "":
-		return nil, fmt.Errorf("claim the outbox: %w: owner is empty", store.ErrInvalid)
-	case p.LeaseFor <= 0:
-		return nil, fmt.Errorf("claim the outbox: %w: lease %v is not positive", store.ErrInvalid, p.LeaseFor)
-	}
-	if err := checkNow(p.Now); err != nil {
+	if err := store.FirstError(p.Validate(), checkNow(p.Now)); err != nil {
 		return nil, fmt.Errorf("claim the outbox: %w", err)
 	}
 	if e.tx == nil {
@@ -356,11 +348,8 @@ func (e executor) RetryOutbox(ctx context.Context, now time.Time, owner string, 
 // heldArgs checks the arguments of a write to messages that owner holds,
 // and returns ids as a JSON array, or "" when there are none.
 func heldArgs(op string, now time.Time, owner string, ids []int64) (string, error) {
-	if err := checkNow(now); err != nil {
+	if err := store.FirstError(checkNow(now), store.CheckOwner(owner)); err != nil {
 		return "", fmt.Errorf("%s: %w", op, err)
-	}
-	if owner == "" {
-		return "", fmt.Errorf("%s: %w: owner is empty", op, store.ErrInvalid)
 	}
 	if len(ids) == 0 {
 		return "", nil
@@ -376,11 +365,8 @@ func heldArgs(op string, now time.Time, owner string, ids []int64) (string, erro
 // message it holds, ids or not; see store.Executor.
 func (e executor) ReleaseOutbox(ctx context.Context, now time.Time, owner string, ids []int64) (int, error) {
 	const op = "release the outbox"
-	if err := checkNow(now); err != nil {
+	if err := store.FirstError(checkNow(now), store.CheckOwner(owner)); err != nil {
 		return 0, fmt.Errorf("%s: %w", op, err)
-	}
-	if owner == "" {
-		return 0, fmt.Errorf("%s: %w: owner is empty", op, store.ErrInvalid)
 	}
 	idsJSON, err := json.Marshal(ids)
 	if err != nil {
@@ -408,11 +394,8 @@ func (e executor) ReleaseOutbox(ctx context.Context, now time.Time, owner string
 // any more.
 func (e executor) PurgeOutbox(ctx context.Context, before time.Time, limit int) (int, error) {
 	const op = "purge the outbox"
-	if limit < 1 {
-		return 0, fmt.Errorf("%s: %w: limit %d is less than 1", op, store.ErrInvalid, limit)
-	}
-	if err := checkTime("before", before); err != nil || before.IsZero() {
-		return 0, fmt.Errorf("%s: %w: before %v is not a time that can be stored", op, store.ErrInvalid, before)
+	if err := store.FirstError(store.CheckLimit(limit), checkBefore(before)); err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
 	}
 	var total int64
 	err := e.write(ctx, func(tx *sql.Tx) error {

@@ -1,13 +1,13 @@
 package sqlite
 
 import (
-	"fmt"
 	"math"
 	"time"
 
 	"github.com/weirhq/weir/internal/sqlitefile"
 
 	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/weirtype"
 )
 
 // Times are stored as INTEGER microseconds since the Unix epoch, UTC, and
@@ -34,20 +34,14 @@ func checkTimes(now time.Time, p store.InsertParams) error {
 // when t cannot be stored. The zero time can: it is NULL.
 func checkTime(name string, t time.Time) error {
 	if t.Before(minTime) || t.After(maxTime) {
-		return fmt.Errorf("%w: %s %v is out of range", store.ErrInvalid, name, t)
+		return weirtype.Invalidf("%s %v is out of range", name, t)
 	}
 	return nil
 }
 
 // checkNow is checkTime for a call's clock, which must also be set.
 func checkNow(now time.Time) error {
-	if err := checkTime("now", now); err != nil {
-		return err
-	}
-	if now.IsZero() {
-		return fmt.Errorf("%w: now is the zero time", store.ErrInvalid)
-	}
-	return nil
+	return store.FirstError(checkTime("now", now), store.CheckNow(now))
 }
 
 // storedTime is t as the database gives it back: UTC, whole microseconds

@@ -21,18 +21,8 @@ const workflowColumns = `id, name, state, status, data, version, error, created_
 // step.
 func (e executor) CreateWorkflow(ctx context.Context, now time.Time, p store.WorkflowParams) (*weirtype.Workflow, bool, error) {
 	const op = "create workflow"
-	switch {
-	case p.ID == "":
-		return nil, false, fmt.Errorf("%s: %w: id is empty", op, store.ErrInvalid)
-	case p.Name == "":
-		return nil, false, fmt.Errorf("%s %s: %w: name is empty", op, p.ID, store.ErrInvalid)
-	case p.State == "":
-		return nil, false, fmt.Errorf("%s %s: %w: state is empty", op, p.ID, store.ErrInvalid)
-	case len(p.Data) > weirtype.MaxWorkflowData:
-		return nil, false, fmt.Errorf("%s %s: %w: data is %d bytes, more than %d", op, p.ID, store.ErrInvalid, len(p.Data), weirtype.MaxWorkflowData)
-	}
-	if err := checkNow(now); err != nil {
-		return nil, false, fmt.Errorf("%s %s: %w", op, p.ID, err)
+	if err := store.FirstError(p.Validate(), checkNow(now)); err != nil {
+		return nil, false, fmt.Errorf("%s: %w", op, err)
 	}
 	var (
 		wf      *weirtype.Workflow
@@ -83,18 +73,8 @@ func (e executor) AdvanceWorkflow(ctx context.Context, now time.Time, p store.Ad
 	if p.Status == "" {
 		p.Status = weirtype.WorkflowRunning
 	}
-	switch {
-	case p.Version < 1:
-		return nil, fmt.Errorf("%s %s: %w: version %d is less than 1", op, p.ID, store.ErrInvalid, p.Version)
-	case p.State == "":
-		return nil, fmt.Errorf("%s %s: %w: state is empty", op, p.ID, store.ErrInvalid)
-	case !p.Status.Valid():
-		return nil, fmt.Errorf("%s %s: %w: status %q", op, p.ID, store.ErrInvalid, p.Status)
-	case len(p.Data) > weirtype.MaxWorkflowData:
-		return nil, fmt.Errorf("%s %s: %w: data is %d bytes, more than %d", op, p.ID, store.ErrInvalid, len(p.Data), weirtype.MaxWorkflowData)
-	}
-	if err := checkNow(now); err != nil {
-		return nil, fmt.Errorf("%s %s: %w", op, p.ID, err)
+	if err := store.FirstError(p.Validate(), checkNow(now)); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	var wf *weirtype.Workflow
 	err := e.write(ctx, func(tx *sql.Tx) error {
@@ -141,16 +121,13 @@ func (e executor) ListWorkflows(ctx context.Context, f store.WorkflowFilter) ([]
 		args = append(args, arg)
 		conds = append(conds, fmt.Sprintf(cond, len(args)))
 	}
-	if f.Limit < 0 {
-		return nil, fmt.Errorf("list workflows: %w: limit %d is negative", store.ErrInvalid, f.Limit)
+	if err := f.Validate(); err != nil {
+		return nil, fmt.Errorf("list workflows: %w", err)
 	}
 	if f.Name != "" {
 		add("name = ?%d", f.Name)
 	}
 	if f.Status != "" {
-		if !f.Status.Valid() {
-			return nil, fmt.Errorf("list workflows: %w: status %q", store.ErrInvalid, f.Status)
-		}
 		add("status = ?%d", string(f.Status))
 	}
 	if !f.UpdatedBefore.IsZero() {
@@ -181,11 +158,8 @@ func (e executor) ListWorkflows(ctx context.Context, f store.WorkflowFilter) ([]
 // ListWorkflowTransitions returns the history of the workflow id, by
 // version; see store.Executor.
 func (e executor) ListWorkflowTransitions(ctx context.Context, id string, afterVersion int64, limit int) ([]*store.WorkflowTransition, error) {
-	switch {
-	case limit < 0:
-		return nil, fmt.Errorf("list workflow transitions: %w: limit %d is negative", store.ErrInvalid, limit)
-	case afterVersion < 0:
-		return nil, fmt.Errorf("list workflow transitions: %w: after version %d is negative", store.ErrInvalid, afterVersion)
+	if err := store.CheckHistoryPage(afterVersion, limit); err != nil {
+		return nil, fmt.Errorf("list workflow transitions: %w", err)
 	}
 	q := `SELECT workflow_id, version, from_state, state, status, error, at FROM weir_workflow_transitions
 		WHERE workflow_id = ?1 AND version > ?2 ORDER BY version`
@@ -232,28 +206,13 @@ func scanWorkflow(row scanner) (*weirtype.Workflow, error) {
 // them.
 const effectColumns = `txn, series, ordinal, attempts, started_at, finished_at, result`
 
-// checkEffectKey returns an error wrapping store.ErrInvalid unless k can
-// be recorded.
-func checkEffectKey(op string, k store.EffectKey) error {
-	switch {
-	case k.Txn == "":
-		return fmt.Errorf("%s: %w: txn is empty", op, store.ErrInvalid)
-	case k.Ordinal < 0:
-		return fmt.Errorf("%s %s/%s: %w: ordinal %d is negative", op, k.Txn, k.Series, store.ErrInvalid, k.Ordinal)
-	}
-	return nil
-}
-
 // BeginEffect begins the effect k, or returns its record; see
 // store.Executor. SQLite's one writer makes the read and the write one
 // step.
 func (e executor) BeginEffect(ctx context.Context, now time.Time, k store.EffectKey) (*weirtype.Effect, bool, error) {
 	const op = "begin effect"
-	if err := checkEffectKey(op, k); err != nil {
-		return nil, false, err
-	}
-	if err := checkNow(now); err != nil {
-		return nil, false, fmt.Errorf("%s %s/%s/%d: %w", op, k.Txn, k.Series, k.Ordinal, err)
+	if err := store.FirstError(k.Validate(), checkNow(now)); err != nil {
+		return nil, false, fmt.Errorf("%s: %w", op, err)
 	}
 	var (
 		rec   *weirtype.Effect
@@ -294,11 +253,8 @@ func (e executor) BeginEffect(ctx context.Context, now time.Time, k store.Effect
 // store.Executor.
 func (e executor) FinishEffect(ctx context.Context, now time.Time, k store.EffectKey, result string) (*weirtype.Effect, error) {
 	const op = "finish effect"
-	if err := checkEffectKey(op, k); err != nil {
-		return nil, err
-	}
-	if err := checkNow(now); err != nil {
-		return nil, fmt.Errorf("%s %s/%s/%d: %w", op, k.Txn, k.Series, k.Ordinal, err)
+	if err := store.FirstError(k.Validate(), checkNow(now)); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	var rec *weirtype.Effect
 	err := e.write(ctx, func(tx *sql.Tx) error {
@@ -322,8 +278,8 @@ func (e executor) FinishEffect(ctx context.Context, now time.Time, k store.Effec
 
 // ListEffects returns the effects of txn, by series then ordinal.
 func (e executor) ListEffects(ctx context.Context, txn string) ([]*weirtype.Effect, error) {
-	if txn == "" {
-		return nil, fmt.Errorf("list effects: %w: txn is empty", store.ErrInvalid)
+	if err := store.CheckTxn(txn); err != nil {
+		return nil, fmt.Errorf("list effects: %w", err)
 	}
 	recs, err := queryAll(ctx, e.reader(), `SELECT `+effectColumns+` FROM weir_effects WHERE txn = ?1 ORDER BY series, ordinal`,
 		[]any{txn}, scanEffect)
@@ -336,8 +292,8 @@ func (e executor) ListEffects(ctx context.Context, txn string) ([]*weirtype.Effe
 // CountEffects returns, for each series of txn, how many of its effects
 // are finished.
 func (e executor) CountEffects(ctx context.Context, txn string) (map[string]int, error) {
-	if txn == "" {
-		return nil, fmt.Errorf("count effects: %w: txn is empty", store.ErrInvalid)
+	if err := store.CheckTxn(txn); err != nil {
+		return nil, fmt.Errorf("count effects: %w", err)
 	}
 	rows, err := e.reader().QueryContext(ctx, `SELECT series, count(*) FROM weir_effects WHERE txn = ?1 AND finished_at IS NOT NULL GROUP BY series`, txn)
 	if err != nil {

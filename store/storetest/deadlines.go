@@ -43,15 +43,17 @@ func testExpireDeadlines(t *testing.T, h Harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(first, []int64{waiting.ID, later.ID}) {
-		t.Fatalf("first expiry %v, want the two earliest deadlines [%d %d]", first, waiting.ID, later.ID)
+	// Each job comes with its kind and queue, so that the engine can
+	// count and log it without reading it back.
+	if want := []store.JobRef{{ID: waiting.ID, Kind: "k", Queue: "d1"}, {ID: later.ID, Kind: "k", Queue: "d1"}}; !slices.Equal(first, want) {
+		t.Fatalf("first expiry %v, want the two earliest deadlines %v", first, want)
 	}
 	rest, err := ex.ExpireDeadlines(ctx, at, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(rest, []int64{running.ID}) {
-		t.Fatalf("second expiry %v, want [%d]", rest, running.ID)
+	if want := []store.JobRef{{ID: running.ID, Kind: "k", Queue: "d2"}}; !slices.Equal(rest, want) {
+		t.Fatalf("second expiry %v, want %v", rest, want)
 	}
 	if again, err := ex.ExpireDeadlines(ctx, at, 100); err != nil || len(again) != 0 {
 		t.Fatalf("third expiry %v, %v; want nothing", again, err)
@@ -100,15 +102,18 @@ func testCompleteLateHeld(t *testing.T, h Harness) {
 	deadline := now.Add(time.Minute)
 	j := claimOne(t, ex, store.InsertParams{Kind: "grade", Queue: "late1", DeadlineAt: deadline}, "w1")
 	at := now.Add(2 * time.Minute)
-	if _, err := ex.CompleteLate(ctx, at, store.Lease{ID: j.ID, Owner: "w2", Attempt: 1}); !errors.Is(err, store.ErrLeaseLost) {
+	if _, _, err := ex.CompleteLate(ctx, at, store.Lease{ID: j.ID, Owner: "w2", Attempt: 1}); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("late completion by another worker: %v, want ErrLeaseLost", err)
 	}
 	if got := getJob(t, ex, j.ID); got.State != weirtype.StateRunning {
 		t.Fatalf("a refused late completion changed the job: %+v", *got)
 	}
-	lr, err := ex.CompleteLate(ctx, at, store.LeaseOf(j))
+	lr, abandoned, err := ex.CompleteLate(ctx, at, store.LeaseOf(j))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !abandoned {
+		t.Fatal("a late completion of a held lease did not say it abandoned the job")
 	}
 	if lr.ID == 0 || lr.JobID != j.ID || lr.Kind != "grade" || lr.Queue != "late1" || lr.Attempt != 1 || lr.Owner != "w1" ||
 		!lr.DeadlineAt.Equal(deadline) || !lr.ReceivedAt.Equal(at) || !lr.AcceptedAt.IsZero() {
@@ -122,9 +127,9 @@ func testCompleteLateHeld(t *testing.T, h Harness) {
 	if err != nil || len(dls) != 1 || dls[0].JobID != j.ID {
 		t.Fatalf("dead letters %v, %v; want the job's", dls, err)
 	}
-	again, err := ex.CompleteLate(ctx, at.Add(time.Second), store.LeaseOf(j))
-	if err != nil || again.ID != lr.ID {
-		t.Fatalf("second late completion: %+v, %v; want the first result", again, err)
+	again, abandoned, err := ex.CompleteLate(ctx, at.Add(time.Second), store.LeaseOf(j))
+	if err != nil || again.ID != lr.ID || abandoned {
+		t.Fatalf("second late completion: %+v, abandoned %v, %v; want the first result, the job abandoned before", again, abandoned, err)
 	}
 	all, err := ex.ListLateResults(ctx, store.LateResultFilter{})
 	if err != nil || len(all) != 1 {
@@ -148,9 +153,9 @@ func testCompleteLateAfterExpiry(t *testing.T, h Harness) {
 	if _, err := ex.ExpireDeadlines(ctx, at, 100); err != nil {
 		t.Fatal(err)
 	}
-	lr, err := ex.CompleteLate(ctx, at.Add(time.Second), store.LeaseOf(running))
-	if err != nil || lr.JobID != running.ID || !lr.ReceivedAt.Equal(at.Add(time.Second)) {
-		t.Fatalf("late completion after expiry: %+v, %v", lr, err)
+	lr, abandoned, err := ex.CompleteLate(ctx, at.Add(time.Second), store.LeaseOf(running))
+	if err != nil || lr.JobID != running.ID || !lr.ReceivedAt.Equal(at.Add(time.Second)) || abandoned {
+		t.Fatalf("late completion after expiry: %+v, abandoned %v, %v; want a result, the job abandoned by the expiry", lr, abandoned, err)
 	}
 	for _, l := range []store.Lease{
 		store.LeaseOf(other),
@@ -158,7 +163,7 @@ func testCompleteLateAfterExpiry(t *testing.T, h Harness) {
 		{ID: running.ID, Owner: "w1", Attempt: 2},
 		{ID: 999999, Owner: "w1", Attempt: 1},
 	} {
-		if _, err := ex.CompleteLate(ctx, at, l); !errors.Is(err, store.ErrLeaseLost) {
+		if _, _, err := ex.CompleteLate(ctx, at, l); !errors.Is(err, store.ErrLeaseLost) {
 			t.Fatalf("late completion of %+v: %v, want ErrLeaseLost", l, err)
 		}
 	}
@@ -174,7 +179,7 @@ func testAcceptLateResult(t *testing.T, h Harness) {
 	var results []*weirtype.LateResult
 	for i, kind := range []string{"a", "b", "a"} {
 		j := claimOne(t, ex, store.InsertParams{Kind: kind, Queue: "acc" + string(rune('0'+i)), DeadlineAt: now}, "w1")
-		lr, err := ex.CompleteLate(ctx, now.Add(time.Minute), store.LeaseOf(j))
+		lr, _, err := ex.CompleteLate(ctx, now.Add(time.Minute), store.LeaseOf(j))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -228,7 +233,7 @@ func testAcceptLateResultConflict(t *testing.T, h Harness) {
 	ex := s.Executor()
 	ctx := context.Background()
 	j := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "conflict", DeadlineAt: now}, "w1")
-	lr, err := ex.CompleteLate(ctx, now.Add(time.Minute), store.LeaseOf(j))
+	lr, _, err := ex.CompleteLate(ctx, now.Add(time.Minute), store.LeaseOf(j))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +356,7 @@ func testRequeueAfterDeadline(t *testing.T, h Harness) {
 	}
 	// The abandoned attempt's success, coming now, is not late any more:
 	// its lease is simply lost.
-	if _, err := ex.CompleteLate(ctx, at.Add(time.Minute), store.LeaseOf(j)); !errors.Is(err, store.ErrLeaseLost) {
+	if _, _, err := ex.CompleteLate(ctx, at.Add(time.Minute), store.LeaseOf(j)); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("late completion of the abandoned attempt after a requeue: %v, want ErrLeaseLost", err)
 	}
 }

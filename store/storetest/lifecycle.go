@@ -442,8 +442,11 @@ func testRescueExpired(t *testing.T, h Harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(rescued, []int64{retryable.ID}) || !slices.Equal(dead, []int64{spent.ID}) {
-		t.Fatalf("rescued %v dead %v, want [%d] and [%d]", rescued, dead, retryable.ID, spent.ID)
+	// Each job comes with its kind and queue, so that the engine can
+	// count and log it without reading it back.
+	wantRescued, wantDead := []store.JobRef{{ID: retryable.ID, Kind: "k", Queue: "r1"}}, []store.JobRef{{ID: spent.ID, Kind: "k", Queue: "r2"}}
+	if !slices.Equal(rescued, wantRescued) || !slices.Equal(dead, wantDead) {
+		t.Fatalf("rescued %v dead %v, want %v and %v", rescued, dead, wantRescued, wantDead)
 	}
 	r := getJob(t, ex, retryable.ID)
 	if r.State != weirtype.StateAvailable || r.Attempt != 1 || r.LeaseOwner != "" || len(r.Errors) != 1 ||

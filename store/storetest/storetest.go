@@ -63,6 +63,7 @@ func Run(t *testing.T, h Harness) {
 		{"InsertDefaults", testInsertDefaults},
 		{"InsertScheduledForLater", testInsertScheduled},
 		{"InsertRefusesBadParamsAndWritesNothing", testInsertInvalid},
+		{"BadParamsRefusedAlike", testBadParamsRefusedAlike},
 		{"GetJobNotFound", testGetJobNotFound},
 		{"IdempotentDuplicateOfPending", testDuplicatePending},
 		{"IdempotentOutcomesByState", testDuplicateByState},
