@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/broker"
+	"github.com/weirhq/weir/internal/eventually"
 	"github.com/weirhq/weir/outbox"
 	"github.com/weirhq/weir/resilience/backoff"
 	"github.com/weirhq/weir/resilience/breaker"
@@ -269,13 +270,9 @@ func TestRunDeclaresTheTopicsOnceTheBrokerIsBack(t *testing.T) {
 	})
 	addInTx(t, s, time.Now(), true, store.OutboxMessage{Topic: "t"})
 	runUntilCleanup(t, r)
-	deadline := time.Now().Add(10 * time.Second)
-	for len(b.ids()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("nothing published 10 s after Run started")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	eventually.True(t, "a message published after Run started", 10*time.Second, func() (bool, string) {
+		return len(b.ids()) > 0, "nothing published"
+	})
 	b.cmu.Lock()
 	defer b.cmu.Unlock()
 	if b.declares != 4 {

@@ -15,6 +15,7 @@ import (
 	"github.com/weirhq/weir/broker/nats"
 	"github.com/weirhq/weir/broker/nats/natsembed"
 	"github.com/weirhq/weir/inbox"
+	"github.com/weirhq/weir/internal/eventually"
 	"github.com/weirhq/weir/internal/teststore"
 	"github.com/weirhq/weir/outbox"
 	"github.com/weirhq/weir/store"
@@ -87,20 +88,13 @@ func TestOutboxToInboxThroughTheEmbeddedBroker(t *testing.T) {
 
 	waitEffects := func(want int) {
 		t.Helper()
-		deadline := time.Now().Add(time.Minute)
-		for {
+		eventually.True(t, fmt.Sprintf("%d effects", want), time.Minute, func() (bool, string) {
 			var got int
 			if err := consumer.DB().QueryRow(`SELECT count(*) FROM effects`).Scan(&got); err != nil {
 				t.Fatal(err)
 			}
-			if got == want {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d effects, want %d", got, want)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return got == want, fmt.Sprintf("%d effects", got)
+		})
 	}
 	waitEffects(n)
 	// The relay crashed after publishing message 1 and before marking it:

@@ -23,6 +23,7 @@ import (
 	"github.com/weirhq/weir/broker/brokertest"
 	"github.com/weirhq/weir/broker/nats"
 	"github.com/weirhq/weir/broker/rabbitmq"
+	"github.com/weirhq/weir/internal/eventually"
 	"github.com/weirhq/weir/internal/testenv"
 	"github.com/weirhq/weir/internal/teststore"
 	"github.com/weirhq/weir/outbox"
@@ -284,13 +285,10 @@ func publishAll(t *testing.T, ctx context.Context, s store.Store, b broker.Broke
 // to see that no more come.
 func waitHandled(t *testing.T, handled func() int, want int) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for handled() < want {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d messages arrived with ids of their own a minute after the last publish, want %d: the others were dropped as duplicates", handled(), want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventually.True(t, fmt.Sprintf("%d messages arrived with ids of their own after the last publish", want), time.Minute, func() (bool, string) {
+		n := handled()
+		return n >= want, fmt.Sprintf("%d arrived: the others were dropped as duplicates", n)
+	})
 	time.Sleep(200 * time.Millisecond)
 	if got := handled(); got != want {
 		t.Fatalf("%d messages handled, want %d", got, want)

@@ -15,6 +15,8 @@ import (
 
 	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/internal/eventually"
+	"github.com/weirhq/weir/internal/leakcheck"
 	"github.com/weirhq/weir/outbox"
 	"github.com/weirhq/weir/resilience/backoff"
 	"github.com/weirhq/weir/resilience/breaker"
@@ -248,13 +250,9 @@ func TestRelayHandsOverWhenItStops(t *testing.T) {
 	published := func() int { return len(brokers[0].ids()) + len(brokers[1].ids()) }
 	waitFor := func(want int) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for published() < want {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d of %d messages published after 20 s (relay-0 %d, relay-1 %d)", published(), want, len(brokers[0].ids()), len(brokers[1].ids()))
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		eventually.True(t, fmt.Sprintf("%d messages published", want), 20*time.Second, func() (bool, string) {
+			return published() >= want, fmt.Sprintf("relay-0 %d, relay-1 %d", len(brokers[0].ids()), len(brokers[1].ids()))
+		})
 	}
 	msgs := func(n int) []store.OutboxMessage {
 		out := make([]store.OutboxMessage, n)
@@ -328,20 +326,13 @@ func TestRunKeepsKeyOrderThroughFailures(t *testing.T) {
 	}
 	ids := addInTx(t, s, time.Now(), true, msgs...)
 	runUntilCleanup(t, r)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	eventually.True(t, fmt.Sprintf("all %d messages published", n), 30*time.Second, func() (bool, string) {
 		seen := map[string]bool{}
 		for _, id := range b.ids() {
 			seen[id] = true
 		}
-		if len(seen) == n {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d messages published after 30 s", len(seen), n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return len(seen) == n, fmt.Sprintf("%d published", len(seen))
+	})
 	keyOf := map[string]string{}
 	for i, id := range ids {
 		keyOf[brokerID(t, r, id)] = msgs[i].Key
@@ -429,20 +420,13 @@ func TestRunRetriesARecordWithoutPublishingAgain(t *testing.T) {
 	}
 	addInTx(t, s, time.Now(), true, store.OutboxMessage{Topic: "t"}, store.OutboxMessage{Topic: "t"}, store.OutboxMessage{Topic: "t"})
 	runUntilCleanup(t, r)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	eventually.True(t, "no message pending", 20*time.Second, func() (bool, string) {
 		var pending int
 		if err := s.DB().QueryRow(`SELECT count(*) FROM weir_outbox_pending`).Scan(&pending); err != nil {
 			t.Fatal(err)
 		}
-		if pending == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d messages still pending after 20 s", pending)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return pending == 0, fmt.Sprintf("%d pending", pending)
+	})
 	if got := b.ids(); len(got) != 3 {
 		t.Fatalf("the broker got %v: each message once, while the marks failed and were tried again", got)
 	}
@@ -462,4 +446,38 @@ func runUntilCleanup(t *testing.T, r *outbox.Relay) {
 		stop()
 		<-done
 	})
+}
+
+// Run, stopped by its context, ends every goroutine it started: the
+// publishing and recording stages of its pipeline included. (Not
+// parallel: the goroutines of other tests would count.)
+func TestRunLeavesNoGoroutinesWhenItStops(t *testing.T) {
+	b := &fakeBroker{}
+	r, s, _ := newRelay(t, b, func(c *outbox.Config) {
+		c.Clock = nil
+		c.PollEvery = time.Millisecond
+	})
+	before := leakcheck.Take()
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	msgs := make([]store.OutboxMessage, 50)
+	for i := range msgs {
+		msgs[i] = store.OutboxMessage{Topic: "t", Key: fmt.Sprint("k", i%4)}
+	}
+	addInTx(t, s, time.Now(), true, msgs...)
+	eventually.True(t, "all 50 messages published", 20*time.Second, func() (bool, string) {
+		n := len(b.ids())
+		return n == len(msgs), fmt.Sprintf("%d published", n)
+	})
+	stop()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run: %v, want context.Canceled", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not return within 20 s of its context ending")
+	}
+	before.Check(t, 10*time.Second)
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/internal/eventually"
 	"github.com/weirhq/weir/resilience/retry"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/weirtype"
@@ -125,8 +126,7 @@ func testStoreFailureUnderATransitionIsRetried(t *testing.T, s workflow.Store) {
 
 	ctx := context.Background()
 	ex := s.Executor()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	eventually.True(t, "every workflow ended", 30*time.Second, func() (bool, string) {
 		// The dead letters first: a step dead-lettered before this read
 		// must find its workflow ended by the next.
 		dls, err := ex.ListDeadLetters(ctx, store.DeadLetterFilter{})
@@ -150,14 +150,8 @@ func testStoreFailureUnderATransitionIsRetried(t *testing.T, s workflow.Store) {
 				}
 			}
 		}
-		if ended == len(want) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 30 s, %d of %d workflows ended", ended, len(want))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return ended == len(want), fmt.Sprintf("%d of %d workflows ended", ended, len(want))
+	})
 	if !flaky.allCut() {
 		t.Fatal("not every write meant to fail was made: the test tested nothing")
 	}
@@ -298,8 +292,7 @@ func testSlowStoreOnTheLastAttempt(t *testing.T, slowRead bool, want weirtype.Wo
 	}
 	t.Cleanup(func() { _ = c.Stop(context.Background()) })
 	start(t, s, eng, "w", "slow", nil)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	eventually.True(t, "the workflow ended", 20*time.Second, func() (bool, string) {
 		dls, err := s.Executor().ListDeadLetters(context.Background(), store.DeadLetterFilter{})
 		if err != nil {
 			t.Fatal(err)
@@ -312,16 +305,13 @@ func testSlowStoreOnTheLastAttempt(t *testing.T, slowRead bool, want weirtype.Wo
 			if wf.Status != want || want == weirtype.WorkflowFailed && !strings.Contains(wf.Error, "canceled") {
 				t.Fatalf("ended %+v, want %s (failed by the step's timeout)", wf, want)
 			}
-			break
+			return true, ""
 		}
 		if len(dls) > 0 {
 			t.Fatalf("the step was dead-lettered (%s: %s) while its workflow is still running", dls[0].Reason, dls[0].LastError)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("workflow %+v has not ended after 20 s", wf)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false, fmt.Sprintf("workflow %+v", wf)
+	})
 	if ns := notifications(t, s); len(ns) != 1 || ns[0].Status != want {
 		t.Fatalf("notifications %+v, want one, %s", ns, want)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/crashpoint"
+	"github.com/weirhq/weir/internal/eventually"
 	"github.com/weirhq/weir/internal/teststore"
 	"github.com/weirhq/weir/ledger"
 	"github.com/weirhq/weir/resilience/backoff"
@@ -67,20 +68,16 @@ func runningOn(t *testing.T, es, cs workflow.Store, id string, defs ...*workflow
 // waitEnded waits for workflow id to end and returns it.
 func waitEnded(t *testing.T, s workflow.Store, id string) *weirtype.Workflow {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		wf, err := s.Executor().GetWorkflow(context.Background(), id)
+	var wf *weirtype.Workflow
+	eventually.True(t, "workflow "+id+" ended", 20*time.Second, func() (bool, string) {
+		var err error
+		wf, err = s.Executor().GetWorkflow(context.Background(), id)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			t.Fatal(err)
 		}
-		if wf != nil && wf.Status.Final() {
-			return wf
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("workflow %s has not ended after 20 s: %+v", id, wf)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return wf != nil && wf.Status.Final(), fmt.Sprintf("%+v", wf)
+	})
+	return wf
 }
 
 func start(t *testing.T, s workflow.Store, eng *workflow.Engine, name, id string, data []byte) {

@@ -2,8 +2,8 @@
 // against a real broker. A driver is done when Run passes.
 //
 // Each case uses topics of its own (random names), so cases run in
-// parallel, except the restart case, which restarts the broker and runs
-// alone.
+// parallel, except two that run alone: the restart case, which restarts
+// the broker, and the one that counts the goroutines left after Close.
 package brokertest
 
 import (
@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/broker"
+	"github.com/weirhq/weir/internal/eventually"
+	"github.com/weirhq/weir/internal/leakcheck"
 	"github.com/weirhq/weir/resilience/retry"
 )
 
@@ -33,6 +35,12 @@ type Harness struct {
 	// RestartMessages is how many messages the restart case publishes.
 	// Default 10,000.
 	RestartMessages int
+	// ServerGoroutines, when the broker's server runs in the test's
+	// process (an embedded server), is a string that the stacks of its
+	// goroutines hold, such as its package's path: the case that counts
+	// the goroutines left after Close leaves those out, the server
+	// outliving the broker it serves.
+	ServerGoroutines string
 }
 
 type suiteCase struct {
@@ -55,6 +63,10 @@ func Run(t *testing.T, h Harness) {
 			c.fn(t, h)
 		})
 	}
+	// Not parallel: the goroutines of other cases would count.
+	t.Run("CloseEndsConsumeAndLeavesNoGoroutines", func(t *testing.T) {
+		testCloseLeavesNoGoroutines(t, h)
+	})
 	t.Run("BrokerRestartedMidStreamLosesNothing", func(t *testing.T) {
 		testRestart(t, h)
 	})
@@ -153,23 +165,21 @@ func (d *DeadLetters) Count() int {
 	return len(d.got)
 }
 
+// Await waits, failing t after timeout, until want dead letters were
+// recorded.
+func (d *DeadLetters) Await(t testing.TB, what string, timeout time.Duration, want int) {
+	t.Helper()
+	eventually.True(t, what, timeout, func() (bool, string) {
+		n := d.Count()
+		return n == want, fmt.Sprintf("%d dead letters, want %d", n, want)
+	})
+}
+
 // All returns the recorded dead letters, their reasons and last errors.
 func (d *DeadLetters) All() ([]broker.Delivery, []string, []error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return append([]broker.Delivery(nil), d.got...), append([]string(nil), d.why...), append([]error(nil), d.errs...)
-}
-
-// Eventually polls cond until it holds, failing the test after limit.
-func Eventually(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, limit)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func testPublishAndConsume(t *testing.T, h Harness) {
@@ -185,10 +195,10 @@ func testPublishAndConsume(t *testing.T, h Harness) {
 		mu.Unlock()
 		return nil
 	})
-	Eventually(t, 30*time.Second, "all 100 messages consumed", func() bool {
+	eventually.True(t, "all 100 messages consumed", 30*time.Second, func() (bool, string) {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(got) == len(msgs)
+		return len(got) == len(msgs), fmt.Sprintf("%d consumed", len(got))
 	})
 	mu.Lock()
 	defer mu.Unlock()
@@ -233,10 +243,10 @@ func testRedeliveredAfterError(t *testing.T, h Harness) {
 		}
 		return nil
 	})
-	Eventually(t, 30*time.Second, "the failed message delivered again", func() bool {
+	eventually.True(t, "the failed message delivered again", 30*time.Second, func() (bool, string) {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(attempts) >= 2
+		return len(attempts) >= 2, fmt.Sprintf("attempts %v", attempts)
 	})
 	time.Sleep(500 * time.Millisecond) // nothing more comes once acknowledged
 	mu.Lock()
@@ -292,7 +302,7 @@ func testPoison(t *testing.T, h Harness) {
 		mu.Unlock()
 		return errors.New("cannot parse")
 	})
-	Eventually(t, time.Minute, "the poison message dead-lettered", func() bool { return dl.Count() == 1 })
+	dl.Await(t, "the poison message dead-lettered", time.Minute, 1)
 	time.Sleep(2 * time.Second) // it is not delivered again
 	mu.Lock()
 	defer mu.Unlock()
@@ -312,12 +322,53 @@ func testPermanent(t *testing.T, h Harness) {
 	consumer(t, b, topic, broker.ConsumeOptions{DeadLetter: dl.Func, MaxDeliveries: 5}, func(context.Context, broker.Delivery) error {
 		return retry.Permanent(errors.New("schema violation"))
 	})
-	Eventually(t, 30*time.Second, "the message dead-lettered", func() bool { return dl.Count() == 1 })
+	dl.Await(t, "the message dead-lettered", 30*time.Second, 1)
 	dl.mu.Lock()
 	defer dl.mu.Unlock()
 	if dl.why[0] != broker.ReasonPermanent || dl.got[0].Attempt != 1 {
 		t.Fatalf("dead letter %+v reason %s, want non_retryable at attempt 1", dl.got[0], dl.why[0])
 	}
+}
+
+// testCloseLeavesNoGoroutines closes a broker while a consumer runs, once
+// it has handled a delivery: Consume returns an error of its own (not
+// its context's), and every goroutine the broker started ends.
+func testCloseLeavesNoGoroutines(t *testing.T, h Harness) {
+	before := leakcheck.Take()
+	b, topic := declared(t, h)
+	publish(t, b, messages(topic, 10))
+	got := make(chan broker.Delivery, 10)
+	var dl DeadLetters
+	done := make(chan error, 1)
+	go func() {
+		done <- b.Consume(context.Background(), topic, broker.ConsumeOptions{DeadLetter: dl.Func}, func(_ context.Context, d broker.Delivery) error {
+			got <- d
+			return nil
+		})
+	}()
+	select {
+	case <-got:
+	case err := <-done:
+		t.Fatalf("consume returned before a delivery: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("no delivery within 30 s")
+	}
+	if err := b.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	select {
+	case err := <-done:
+		if err == nil || errors.Is(err, context.Canceled) {
+			t.Fatalf("consume returned %v after Close; want the driver's closed error", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("consume did not return within 30 s of Close")
+	}
+	var ignore []string
+	if h.ServerGoroutines != "" {
+		ignore = append(ignore, h.ServerGoroutines)
+	}
+	before.Check(t, 10*time.Second, ignore...)
 }
 
 // testRestart publishes RestartMessages messages in batches while a
@@ -366,10 +417,10 @@ func testRestart(t *testing.T, h Harness) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
-	Eventually(t, 3*time.Minute, fmt.Sprintf("all %d confirmed messages consumed", n), func() bool {
+	eventually.True(t, fmt.Sprintf("all %d confirmed messages consumed", n), 3*time.Minute, func() (bool, string) {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(seen) == n
+		return len(seen) == n, fmt.Sprintf("%d consumed", len(seen))
 	})
 	if dl.Count() != 0 {
 		t.Fatalf("%d messages dead-lettered", dl.Count())

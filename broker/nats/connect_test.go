@@ -12,7 +12,6 @@ import (
 	"github.com/weirhq/weir/broker/brokertest"
 	"github.com/weirhq/weir/broker/nats"
 	"github.com/weirhq/weir/clock"
-	"github.com/weirhq/weir/internal/eventually"
 	"github.com/weirhq/weir/internal/faultproxy"
 )
 
@@ -38,42 +37,9 @@ func TestOpenWhileTheServerIsUnreachable(t *testing.T) {
 		t.Fatal("Open without RetryFirstConnect connected through a cut proxy")
 	}
 
-	begin := time.Now()
-	b := openTest(t, nats.Config{URL: url, RetryFirstConnect: true, ReconnectWait: 200 * time.Millisecond})
-	if took := time.Since(begin); took > 10*time.Second {
-		t.Fatalf("Open took %v", took)
-	}
-	if up, n := b.Connected(); up || n != 0 {
-		t.Fatalf("Connected() = %v, %d before any connection; want false, 0", up, n)
-	}
-	topic := brokertest.Topic(t)
-	begin = time.Now()
-	if err := b.Declare(ctx, topic); !errors.Is(err, broker.ErrNotConnected) || !strings.Contains(err.Error(), proxy.Addr()) {
-		t.Fatalf("Declare while not connected: %v; want ErrNotConnected naming %s", err, proxy.Addr())
-	}
-	err = b.Publish(ctx, []broker.Message{{ID: "1", Topic: topic}, {ID: "2", Topic: topic}})
-	var pe *broker.PublishError
-	if !errors.As(err, &pe) || len(pe.Errs) != 2 || !errors.Is(pe.Errs[0], broker.ErrNotConnected) || !errors.Is(pe.Errs[1], broker.ErrNotConnected) {
-		t.Fatalf("Publish while not connected: %v; want a PublishError with ErrNotConnected for each message", err)
-	}
-	if took := time.Since(begin); took > 2*time.Second {
-		t.Fatalf("Declare and Publish while not connected took %v; want them to fail at once", took)
-	}
-
-	proxy.Restore()
-	eventually.True(t, "connected after the server became reachable", 30*time.Second, func() (bool, string) {
-		up, _ := b.Connected()
-		return up, "not connected"
+	brokertest.ConnectsInTheBackground(t, proxy, func(t *testing.T) broker.Broker {
+		return openTest(t, nats.Config{URL: url, RetryFirstConnect: true, ReconnectWait: 200 * time.Millisecond})
 	})
-	if err := b.Declare(ctx, topic); err != nil {
-		t.Fatalf("Declare once connected: %v", err)
-	}
-	if err := b.Publish(ctx, []broker.Message{{ID: "1", Topic: topic}, {ID: "2", Topic: topic}}); err != nil {
-		t.Fatalf("Publish once connected: %v", err)
-	}
-	if up, n := b.Connected(); !up || n != 1 {
-		t.Fatalf("Connected() = %v, %d; want true, 1", up, n)
-	}
 }
 
 // A URL nats.go cannot dial fails Open at once, RetryFirstConnect or not,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -117,20 +116,7 @@ func restartSystemServer(t *testing.T, rawURL string) {
 	if out, err := start.CombinedOutput(); err != nil {
 		t.Fatalf("start nats-server: %v: %s", err, out)
 	}
-	waitListening(t, systemServerAddr)
-}
-
-// waitListening polls addr until it accepts a connection.
-func waitListening(t *testing.T, addr string) {
-	t.Helper()
-	eventually.True(t, "nats-server accepts connections at "+addr+" after its start", 30*time.Second, func() (bool, string) {
-		conn, err := net.DialTimeout("tcp", addr, time.Second)
-		if err != nil {
-			return false, err.Error()
-		}
-		conn.Close()
-		return true, ""
-	})
+	brokertest.WaitListening(t, systemServerAddr, 30*time.Second)
 }
 
 // TestEmbedded runs the conformance suite against the server
@@ -139,7 +125,8 @@ func waitListening(t *testing.T, addr string) {
 func TestEmbedded(t *testing.T) {
 	eb := openEmbeddedTest(t)
 	brokertest.Run(t, brokertest.Harness{
-		Open: opener(eb.URL(), ""),
+		Open:             opener(eb.URL(), ""),
+		ServerGoroutines: "github.com/nats-io/nats-server/",
 		Restart: func(t *testing.T) {
 			if err := eb.Restart(); err != nil {
 				t.Fatalf("restart the embedded server: %v", err)
@@ -326,8 +313,9 @@ func TestDeclareIsIdempotent(t *testing.T) {
 	}
 }
 
-// TestCloseEndsConsume checks that closing the Broker makes Consume
-// return ErrClosed rather than retry forever.
+// TestCloseEndsConsume checks that closing the Broker while a consumer
+// runs (it has handled a delivery) makes Consume return ErrClosed rather
+// than retry forever.
 func TestCloseEndsConsume(t *testing.T) {
 	t.Parallel()
 	eb := openEmbeddedTest(t)
@@ -338,12 +326,26 @@ func TestCloseEndsConsume(t *testing.T) {
 	if err := b.Declare(ctx, topic); err != nil {
 		t.Fatal(err)
 	}
+	if err := b.Publish(ctx, []broker.Message{{ID: "0", Topic: topic}}); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan broker.Delivery, 1)
 	done := make(chan error, 1)
 	go func() {
 		done <- b.Consume(ctx, topic, broker.ConsumeOptions{DeadLetter: func(context.Context, broker.Delivery, string, error) error { return nil }},
-			func(context.Context, broker.Delivery) error { return nil })
+			func(_ context.Context, d broker.Delivery) error {
+				got <- d
+				return nil
+			})
 	}()
-	time.Sleep(200 * time.Millisecond)
+	// Closed once the consumer runs, not before it has begun.
+	select {
+	case <-got:
+	case err := <-done:
+		t.Fatalf("consume returned before a delivery: %v", err)
+	case <-ctx.Done():
+		t.Fatal("no delivery before Close")
+	}
 	b.Close()
 	select {
 	case err := <-done:

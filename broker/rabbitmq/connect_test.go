@@ -2,7 +2,6 @@ package rabbitmq_test
 
 import (
 	"context"
-	"errors"
 	"net/url"
 	"strings"
 	"testing"
@@ -43,44 +42,11 @@ func TestOpenWhileTheServerIsUnreachable(t *testing.T) {
 		t.Fatal("Open without RetryFirstConnect connected through a cut proxy")
 	}
 
-	begin := time.Now()
-	b := open(t, proxied, rabbitmq.Config{RetryFirstConnect: true, DialTimeout: 2 * time.Second})
-	if took := time.Since(begin); took > 10*time.Second {
-		t.Fatalf("Open took %v", took)
-	}
-	if up, n := b.Connected(); up || n != 0 {
-		t.Fatalf("Connected() = %v, %d before any connection; want false, 0", up, n)
-	}
-	topic := brokertest.Topic(t)
-	begin = time.Now()
-	if err := b.Declare(ctx, topic); !errors.Is(err, broker.ErrNotConnected) || !strings.Contains(err.Error(), proxy.Addr()) {
-		t.Fatalf("Declare while not connected: %v; want ErrNotConnected naming %s", err, proxy.Addr())
-	}
-	err = b.Publish(ctx, []broker.Message{{ID: "1", Topic: topic}, {ID: "2", Topic: topic}})
-	var pe *broker.PublishError
-	if !errors.As(err, &pe) || len(pe.Errs) != 2 || !errors.Is(pe.Errs[0], broker.ErrNotConnected) || !errors.Is(pe.Errs[1], broker.ErrNotConnected) {
-		t.Fatalf("Publish while not connected: %v; want a PublishError with ErrNotConnected for each message", err)
-	}
-	if took := time.Since(begin); took > 2*time.Second {
-		t.Fatalf("Declare and Publish while not connected took %v; want them to fail at once", took)
-	}
-
-	proxy.Restore()
-	deadline := time.Now().Add(30 * time.Second)
-	for up, _ := b.Connected(); !up; up, _ = b.Connected() {
-		if time.Now().After(deadline) {
-			t.Fatal("not connected 30 s after the server became reachable")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err := b.Declare(ctx, topic); err != nil {
-		t.Fatalf("Declare once connected: %v", err)
-	}
-	if err := b.Publish(ctx, []broker.Message{{ID: "1", Topic: topic}, {ID: "2", Topic: topic}}); err != nil {
-		t.Fatalf("Publish once connected: %v", err)
-	}
-	if up, n := b.Connected(); !up || n != 1 || b.ServerVersion() == "" {
-		t.Fatalf("Connected() = %v, %d, server version %q; want true, 1 and a version", up, n, b.ServerVersion())
+	b := brokertest.ConnectsInTheBackground(t, proxy, func(t *testing.T) broker.Broker {
+		return open(t, proxied, rabbitmq.Config{RetryFirstConnect: true, DialTimeout: 2 * time.Second})
+	}).(*tracked)
+	if b.ServerVersion() == "" {
+		t.Fatal("no server version once connected")
 	}
 }
 

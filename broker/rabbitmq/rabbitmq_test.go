@@ -182,19 +182,7 @@ func restart(t *testing.T, rawURL string) {
 	if out, err := rabbitmqctl("await_startup", "--timeout", "120"); err != nil {
 		t.Fatalf("rabbitmqctl await_startup: %v: %s", err, out)
 	}
-	addr := hostPort(t, rawURL)
-	deadline := time.Now().Add(time.Minute)
-	for {
-		conn, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			conn.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("RabbitMQ not accepting connections at %s a minute after the restart: %v", addr, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	brokertest.WaitListening(t, hostPort(t, rawURL), time.Minute)
 	t.Logf("RabbitMQ restarted in %v", time.Since(start).Round(time.Millisecond))
 }
 
@@ -268,7 +256,7 @@ func TestMessageOverTheDeliveryLimitReachesDeadLetterThroughTheDLQ(t *testing.T)
 		mu.Unlock()
 		return errors.New("crash")
 	})
-	brokertest.Eventually(t, 30*time.Second, "the message dead-lettered", func() bool { return dl.Count() == 1 })
+	dl.Await(t, "the message dead-lettered", 30*time.Second, 1)
 	time.Sleep(time.Second) // and only once
 	mu.Lock()
 	defer mu.Unlock()

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/internal/eventually"
 	"github.com/weirhq/weir/internal/faultproxy"
 	"github.com/weirhq/weir/internal/testenv"
 	"github.com/weirhq/weir/ledger"
@@ -114,26 +115,19 @@ func TestEngineRidesOutCutConnections(t *testing.T) {
 
 	// Cut the connections ten times while the jobs run.
 	cuts := 0
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	eventually.True(t, fmt.Sprintf("all %d jobs completed", n), 2*time.Minute, func() (bool, string) {
 		done, err := countCompleted(ctx, raw, schema)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if done == n {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d jobs completed after 2 min and %d cuts", done, n, cuts)
-		}
-		if cuts < 10 {
+		if done < n && cuts < 10 {
 			p.Cut()
 			time.Sleep(150 * time.Millisecond)
 			p.Restore()
 			cuts++
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return done == n, fmt.Sprintf("%d completed, %d cuts", done, cuts)
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	for i := range n {
