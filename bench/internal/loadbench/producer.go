@@ -1,0 +1,126 @@
+package loadbench
+
+import (
+	"context"
+	"math"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// producer inserts jobs through a target's client, at a fixed rate or
+// holding a depth, each call a batch of up to Config.Batch jobs.
+//
+// At a fixed rate it earns credit for the real time elapsed since the last
+// batch (rate × elapsed), wakes every Tick, and sends the whole jobs of its
+// credit, up to Batch a call; it does not sleep while it holds a full
+// batch of credit, so a rate above Batch/Tick is still met. Holding a
+// depth, it inserts while the estimated depth (the last count of waiting
+// jobs, plus what it inserted since that count began) is under the
+// target, and otherwise sleeps a Tick.
+type producer struct {
+	cfg    Config
+	t      *target
+	pad    string
+	factor atomic.Uint64 // math.Float64bits of the load factor (1 or HighLoadFactor)
+
+	// depth is the last count of waiting jobs; depthBase the jobs
+	// inserted when that count began.
+	depth, depthBase atomic.Int64
+
+	inserted  atomic.Int64 // jobs whose insert returned success
+	failed    atomic.Int64 // insert calls that failed
+	mu        sync.Mutex
+	next      int64      // the next sequence number
+	uncertain [][2]int64 // [first, end) of the batches whose insert failed: inserted or not
+}
+
+func newProducer(cfg Config, t *target) *producer {
+	p := &producer{cfg: cfg, t: t}
+	// The JSON of jobArgs without padding is about 45 bytes.
+	p.pad = strings.Repeat("x", max(0, cfg.Payload-45))
+	p.setFactor(1)
+	return p
+}
+
+func (p *producer) setFactor(f float64) { p.factor.Store(math.Float64bits(f)) }
+func (p *producer) loadFactor() float64 { return math.Float64frombits(p.factor.Load()) }
+
+// run produces until ctx ends.
+func (p *producer) run(ctx context.Context) {
+	batch := make([]jobArgs, 0, p.cfg.Batch)
+	credit := 0.0
+	last := time.Now()
+	for ctx.Err() == nil {
+		var n int
+		if p.cfg.Depth > 0 {
+			target := int64(float64(p.cfg.Depth) * p.loadFactor())
+			est := p.depth.Load() + p.inserted.Load() - p.depthBase.Load()
+			n = int(min(int64(p.cfg.Batch), target-est))
+		} else {
+			now := time.Now()
+			credit += p.cfg.Rate * p.loadFactor() * now.Sub(last).Seconds()
+			last = now
+			n = min(p.cfg.Batch, int(credit))
+			credit -= float64(max(n, 0))
+		}
+		if n <= 0 {
+			sleepCtx(ctx, p.cfg.Tick)
+			continue
+		}
+		p.mu.Lock()
+		first := p.next
+		p.next += int64(n)
+		p.mu.Unlock()
+		batch = batch[:0]
+		now := time.Now().UnixNano()
+		for i := range n {
+			batch = append(batch, jobArgs{Seq: first + int64(i), T: now, Pad: p.pad})
+		}
+		if err := p.t.insert(ctx, batch); err != nil {
+			p.failed.Add(1)
+			p.mu.Lock()
+			p.uncertain = append(p.uncertain, [2]int64{first, first + int64(n)})
+			p.mu.Unlock()
+			sleepCtx(ctx, p.cfg.Tick)
+			continue
+		}
+		p.inserted.Add(int64(n))
+		if p.cfg.Depth == 0 && credit < float64(p.cfg.Batch) {
+			sleepCtx(ctx, p.cfg.Tick-time.Since(last))
+		}
+	}
+}
+
+// pollDepth counts the waiting jobs every interval until ctx ends.
+func (p *producer) pollDepth(ctx context.Context, count func(context.Context) (int64, error), interval time.Duration) {
+	for ctx.Err() == nil {
+		base := p.inserted.Load()
+		if n, err := count(ctx); err == nil {
+			p.depth.Store(n)
+			p.depthBase.Store(base)
+		}
+		sleepCtx(ctx, interval)
+	}
+}
+
+// seqs returns the number of sequence numbers handed out and the ranges
+// whose insert failed.
+func (p *producer) seqs() (int64, [][2]int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.next, append([][2]int64(nil), p.uncertain...)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

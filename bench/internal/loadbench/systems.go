@@ -1,0 +1,167 @@
+package loadbench
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/store/postgres"
+)
+
+// target is one system as the benchmark process sees it: a fresh schema,
+// an inserting client (the producer), and the SQL that observes its job
+// table.
+type target struct {
+	system System
+	schema string
+	// table is the job table's name in its schema; qualified the
+	// schema-qualified, quoted name.
+	table, qualified string
+	// depthSQL counts the jobs waiting to run; pendingSQL those not
+	// finished; verifySQL returns each job's sequence number, state and
+	// attempt.
+	depthSQL, pendingSQL, verifySQL string
+	// insert inserts the jobs in one call.
+	insert func(ctx context.Context, jobs []jobArgs) error
+	close  func()
+}
+
+// appName is the application_name of the connections of system's role
+// (producer or worker); the benchmark finds the system's backends by it.
+func appName(system System, role string) string { return "loadbench-" + string(system) + "-" + role }
+
+func quoteIdent(s string) string { return pgx.Identifier{s}.Sanitize() }
+
+// withAppName returns the connection string u with application_name set.
+func withAppName(u, name string) string {
+	if strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://") {
+		if p, err := url.Parse(u); err == nil {
+			q := p.Query()
+			q.Set("application_name", name)
+			p.RawQuery = q.Encode()
+			return p.String()
+		}
+	}
+	return u + " application_name=" + name
+}
+
+// openTarget makes a fresh schema for system, migrates it, and opens the
+// producer's client on it.
+func openTarget(ctx context.Context, cfg Config, system System, admin *pgxpool.Pool) (*target, error) {
+	t := &target{system: system, schema: fmt.Sprintf("loadbench_%s_%08x", system, rand.Uint32())}
+	switch system {
+	case Weir:
+		return t, t.openWeir(ctx, cfg)
+	case River:
+		return t, t.openRiver(ctx, cfg, admin)
+	}
+	return nil, fmt.Errorf("unknown system %q", system)
+}
+
+func (t *target) openWeir(ctx context.Context, cfg Config) error {
+	st, err := postgres.Open(ctx, postgres.Config{URL: withAppName(cfg.URL, appName(Weir, "producer")), Schema: t.schema, MaxConns: 4})
+	if err != nil {
+		return fmt.Errorf("weir: open store: %w", err)
+	}
+	if _, err := st.Migrate(ctx); err != nil {
+		st.Close()
+		return fmt.Errorf("weir: migrate: %w", err)
+	}
+	client, err := weir.NewClient(weir.Config{Store: st})
+	if err != nil {
+		st.Close()
+		return err
+	}
+	t.table = "weir_jobs"
+	t.qualified = quoteIdent(t.schema) + ".weir_jobs"
+	t.depthSQL = `SELECT count(*) FROM ` + t.qualified + ` WHERE state = 'available'`
+	t.pendingSQL = `SELECT count(*) FROM ` + t.qualified + ` WHERE state IN ('available', 'scheduled', 'running')`
+	t.verifySQL = `SELECT (payload->>'s')::bigint, state, attempt FROM ` + t.qualified
+	params := make([]weir.InsertManyParams, 0, cfg.Batch)
+	t.insert = func(ctx context.Context, jobs []jobArgs) error {
+		params = params[:0]
+		for _, j := range jobs {
+			params = append(params, weir.InsertManyParams{Args: j})
+		}
+		_, err := client.InsertMany(ctx, params)
+		return err
+	}
+	t.close = func() { st.Close() }
+	return nil
+}
+
+func (t *target) openRiver(ctx context.Context, cfg Config, admin *pgxpool.Pool) error {
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+quoteIdent(t.schema)); err != nil {
+		return fmt.Errorf("river: create schema: %w", err)
+	}
+	pool, err := riverPool(ctx, cfg.URL, appName(River, "producer"), t.schema, 4)
+	if err != nil {
+		return err
+	}
+	driver := riverpgxv5.New(pool)
+	migrator, err := rivermigrate.New(driver, &rivermigrate.Config{Schema: t.schema})
+	if err != nil {
+		pool.Close()
+		return fmt.Errorf("river: migrator: %w", err)
+	}
+	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		pool.Close()
+		return fmt.Errorf("river: migrate: %w", err)
+	}
+	workers := river.NewWorkers()
+	if err := river.AddWorkerSafely(workers, &riverWorker{}); err != nil {
+		pool.Close()
+		return err
+	}
+	client, err := river.NewClient(driver, &river.Config{Workers: workers, Schema: t.schema})
+	if err != nil {
+		pool.Close()
+		return fmt.Errorf("river: insert client: %w", err)
+	}
+	t.table = "river_job"
+	t.qualified = quoteIdent(t.schema) + ".river_job"
+	t.depthSQL = `SELECT count(*) FROM ` + t.qualified + ` WHERE state = 'available'`
+	t.pendingSQL = `SELECT count(*) FROM ` + t.qualified + ` WHERE state IN ('available', 'pending', 'retryable', 'running', 'scheduled')`
+	t.verifySQL = `SELECT (args->>'s')::bigint, state::text, attempt FROM ` + t.qualified
+	params := make([]river.InsertManyParams, 0, cfg.Batch)
+	t.insert = func(ctx context.Context, jobs []jobArgs) error {
+		params = params[:0]
+		for _, j := range jobs {
+			params = append(params, river.InsertManyParams{Args: j})
+		}
+		_, err := client.InsertManyFast(ctx, params)
+		return err
+	}
+	t.close = pool.Close
+	return nil
+}
+
+// drop removes the target's schema.
+func (t *target) drop(ctx context.Context, admin *pgxpool.Pool) error {
+	_, err := admin.Exec(ctx, "DROP SCHEMA IF EXISTS "+quoteIdent(t.schema)+" CASCADE")
+	return err
+}
+
+func (t *target) workerSpec(cfg Config, workers int) workerSpec {
+	return workerSpec{
+		System:        t.system,
+		URL:           cfg.URL,
+		Schema:        t.schema,
+		AppName:       appName(t.system, "worker"),
+		Workers:       workers,
+		MaxConns:      cfg.MaxConns,
+		Poll:          cfg.Poll,
+		FetchCooldown: cfg.FetchCooldown,
+		Work:          cfg.Work,
+		Verbose:       cfg.Verbose,
+	}
+}
