@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/resilience/backoff"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/weirtype"
 )
@@ -16,8 +17,12 @@ const (
 	// completeBatch is the most completions one CompleteMany writes.
 	completeBatch = 100
 	// writeRetryBase is the first wait before a failed write of an
-	// attempt's outcome is tried again (see writeBackoff).
+	// attempt's outcome, or a failed listen, is tried again (see
+	// writeBackoff and listenBackoff).
 	writeRetryBase = 500 * time.Millisecond
+	// listenRetryCap is the longest wait before a failed listen is tried
+	// again.
+	listenRetryCap = 30 * time.Second
 )
 
 // completion is a job whose worker succeeded, waiting for its completion
@@ -173,7 +178,8 @@ func (cp *completer) flushLast(c *Client) {
 // doubling from writeRetryBase, capped at HeartbeatEvery (heartbeats keep
 // the leases meanwhile).
 func (c *Client) writeBackoff(n int) time.Duration {
-	return min(writeRetryBase<<min(n-1, 20), c.cfg.HeartbeatEvery)
+	hb := c.cfg.HeartbeatEvery
+	return backoff.Exponential(min(writeRetryBase, hb), 2, hb).Scheduled(n)
 }
 
 // writeCompletionsBounded writes xs as writeCompletions does, retrying a

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"runtime/debug"
 	"time"
 
@@ -13,7 +14,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weirhq/weir/resilience/backoff"
-	"github.com/weirhq/weir/resilience/retry"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/weirtype"
 )
@@ -251,11 +251,6 @@ func (c *Client) run(ctx context.Context, r *runningJob, j *weirtype.Job) (hande
 	return c.finish(ctx, log, reg, j, r, err, c.clock.Now().Sub(now))
 }
 
-// pastDeadline reports whether j has a deadline and now is after it.
-func pastDeadline(j *weirtype.Job, now time.Time) bool {
-	return !j.DeadlineAt.IsZero() && now.After(j.DeadlineAt)
-}
-
 // cancelAfter cancels an attempt's context with cause after d on the
 // clock, unless the returned stop is called first.
 func (c *Client) cancelAfter(d time.Duration, cancel context.CancelCauseFunc, cause error) (stop func()) {
@@ -283,91 +278,61 @@ func call(ctx context.Context, reg *registration, j *weirtype.Job) (err error) {
 }
 
 // finish records the outcome of an attempt that returned err after
-// running for ran. A success is handed to the completer, which writes it
-// with others (finish then reports true); any other outcome is written
-// before finish returns.
+// running for ran: decide says what it means, apply does it.
 func (c *Client) finish(ctx context.Context, log *slog.Logger, reg *registration, j *weirtype.Job, r *runningJob, err error, ran time.Duration) (handedOff bool) {
-	lease := r.lease
-	now := c.clock.Now()
-	cause := context.Cause(ctx)
+	end := attemptEnd{
+		err: err, cause: context.Cause(ctx), superseded: r.superseded.Load(),
+		now: c.clock.Now(), jitter: rand.Float64(),
+	}
+	return c.apply(log, reg, j, r, end, decide(j, reg.cfg, end), ran)
+}
+
+// apply does what d decided about the attempt r of j, which ended as end
+// says after running for ran. A success is handed to the completer, which
+// writes it with others (apply then reports true); any other outcome is
+// written before apply returns.
+func (c *Client) apply(log *slog.Logger, reg *registration, j *weirtype.Job, r *runningJob, end attemptEnd, d decision, ran time.Duration) (handedOff bool) {
+	now := end.now
 	m := c.cfg.Metrics
-	var snooze *snoozeError
-	var timeout *TimeoutError
-	var deadline *DeadlineError
-	switch {
-	case r.superseded.Load():
-		log.Warn("attempt superseded by a later one; its outcome is not recorded", "err", fmt.Sprint(err))
-		m.AttemptDone(j.Kind, j.Queue, weirtype.AttemptLeaseLost, ran)
+	switch d.verdict {
+	case verdictSuperseded:
+		log.Warn("attempt superseded by a later one; its outcome is not recorded", "err", fmt.Sprint(d.err))
+		m.AttemptDone(j.Kind, j.Queue, d.outcome, ran)
 		return false
-	case err == nil && pastDeadline(j, now):
+	case verdictLate:
 		c.completeLate(log, j, r, ran, true)
 		return false
-	case err == nil:
+	case verdictComplete:
 		c.completer.add(c, completion{run: r, log: log, kind: j.Kind, queue: j.Queue, ran: ran, deadlineAt: j.DeadlineAt, retried: j.Attempt > 1, createdAt: j.CreatedAt})
 		return true
-	case ctx.Err() != nil && (errors.Is(cause, errStopping) || errors.Is(cause, errCancelled)):
-		// Nothing to record: a stopping client gives the job back, a
-		// cancelled job is final.
-		log.Info("attempt interrupted", "cause", cause.Error(), "err", err.Error())
+	case verdictInterrupted:
+		log.Info("attempt interrupted", "cause", fmt.Sprint(end.cause), "err", d.err.Error())
+		if d.outcome != "" {
+			m.AttemptDone(j.Kind, j.Queue, d.outcome, ran)
+		}
 		return false
-	case ctx.Err() != nil && errors.Is(cause, store.ErrLeaseLost):
-		// Nothing to record: a lost lease is someone else's now.
-		log.Info("attempt interrupted", "cause", cause.Error(), "err", err.Error())
-		m.AttemptDone(j.Kind, j.Queue, weirtype.AttemptLeaseLost, ran)
-		return false
-	case errors.As(err, &snooze):
+	case verdictSnooze:
 		if err := c.retryWrite(log, "snooze", func(ctx context.Context) error {
 			if r.superseded.Load() {
 				return fmt.Errorf("weir: job %d: superseded by a later attempt: %w", j.ID, store.ErrLeaseLost)
 			}
-			_, err := c.ex.Snooze(ctx, now, lease, now.Add(snooze.d))
+			_, err := c.ex.Snooze(ctx, now, r.lease, d.until)
 			return err
 		}); err != nil {
 			c.logWriteErr(log, "snooze", err)
 			return false
 		}
 		m.AttemptDone(j.Kind, j.Queue, weirtype.AttemptSnoozed, ran)
-		if snooze.d <= 0 {
+		if d.delay <= 0 {
 			c.wake(j.Queue)
 		}
-		log.Debug("job snoozed", "for", snooze.d)
+		log.Debug("job snoozed", "for", d.delay)
 		return false
-	case ctx.Err() != nil && errors.As(cause, &timeout):
-		err = &TimeoutError{Timeout: timeout.Timeout, Err: err}
-	case ctx.Err() != nil && errors.As(cause, &deadline):
-		err = fmt.Errorf("%w: %w", deadline, err)
 	}
 
-	p := store.FailParams{
-		Now:   now,
-		Lease: lease,
-		Error: weirtype.AttemptError{Attempt: j.Attempt, At: now, Message: err.Error(), Type: errorType(err)},
-	}
-	var delay time.Duration
-	switch {
-	case pastDeadline(j, now) || deadline != nil:
-		p.Abandon = weirtype.AbandonDeadline
-		p.Error.Type = weirtype.ErrorTypeDeadlineExceeded
-	case retry.IsPermanent(err):
-		p.Abandon = weirtype.AbandonPermanent
-	case j.Attempt >= j.MaxAttempts:
-		p.Abandon = weirtype.AbandonMaxAttempts
-	default:
-		var hint time.Duration
-		delay, hint = retryDelay(reg, j, err)
-		p.RetryAt = now.Add(delay)
-		switch ttl := reg.cfg.TTL; {
-		case hint > reg.cfg.MaxRetryAfter:
-			// Retrying sooner would call before the server allows; waiting
-			// that long is more than the kind allows.
-			p.Abandon, p.RetryAt = abandonRetryAfterLimit, time.Time{}
-			p.Error.Message = fmt.Sprintf("weir: retry-after %v exceeds the kind's MaxRetryAfter of %v; abandoned rather than retried before the server allows: %s",
-				hint, reg.cfg.MaxRetryAfter, p.Error.Message)
-		case ttl > 0 && p.RetryAt.After(ttlStart(j).Add(ttl)):
-			p.Abandon, p.RetryAt = weirtype.AbandonTTL, time.Time{}
-		case pastDeadline(j, p.RetryAt):
-			p.Abandon, p.RetryAt = weirtype.AbandonDeadline, time.Time{}
-		}
+	p := store.FailParams{Now: now, Lease: r.lease, Error: d.failure, RetryAt: d.until}
+	if d.verdict == verdictAbandon {
+		p.Abandon = d.reason
 	}
 	if ferr := c.retryWrite(log, "record the failed attempt", func(ctx context.Context) error {
 		if r.superseded.Load() {
@@ -382,13 +347,13 @@ func (c *Client) finish(ctx context.Context, log *slog.Logger, reg *registration
 	m.AttemptDone(j.Kind, j.Queue, weirtype.AttemptFailed, ran)
 	if p.Abandon != "" {
 		m.DeadLettered(j.Kind, j.Queue, p.Abandon)
-		log.Error("job abandoned to the dead-letter store", "reason", string(p.Abandon), "attempts", j.Attempt, "err", err.Error())
+		log.Error("job abandoned to the dead-letter store", "reason", string(p.Abandon), "attempts", j.Attempt, "err", d.err.Error())
 		return false
 	}
 	if !p.RetryAt.After(now) {
 		c.wake(j.Queue)
 	}
-	log.Info("job failed; will retry", "retry_at", p.RetryAt, "delay", delay, "err", err.Error())
+	log.Info("job failed; will retry", "retry_at", p.RetryAt, "delay", d.delay, "err", d.err.Error())
 	if j.Attempt+1 == j.MaxAttempts {
 		log.Warn("the next attempt is the job's last", "max_attempts", j.MaxAttempts)
 	}
@@ -396,18 +361,6 @@ func (c *Client) finish(ctx context.Context, log *slog.Logger, reg *registration
 		log.Warn("the job's retry comes close to its TTL", "ttl", ttl, "expires_at", ttlStart(j).Add(ttl))
 	}
 	return false
-}
-
-// ttlStart is when j's TTL started: when the job was made or, if an
-// operator requeued it from the dead-letter store or retried it, at the
-// latest requeue or retry.
-func ttlStart(j *weirtype.Job) time.Time {
-	for i := len(j.Errors) - 1; i >= 0; i-- {
-		if t := j.Errors[i].Type; t == weirtype.ErrorTypeRequeued || t == weirtype.ErrorTypeRetried {
-			return j.Errors[i].At
-		}
-	}
-	return j.CreatedAt
 }
 
 // completeLate records the success of an attempt that finished after its
@@ -448,32 +401,6 @@ func (c *Client) completeLate(log *slog.Logger, j *weirtype.Job, r *runningJob, 
 	log.Warn("job succeeded after its deadline; stored as a late result, the job stays abandoned",
 		"late_result_id", lr.ID, "deadline_at", j.DeadlineAt)
 }
-
-// retryDelay is the wait before the retry after j's attempt failed with
-// err: the kind's backoff for the attempt (its previous delay read from the
-// job: when this attempt was scheduled, less when the previous one failed),
-// raised to err's retry-after hint, in full: the hint is a floor that
-// neither the backoff's Cap nor its jitter lowers. It also returns the
-// hint, 0 for none; the caller abandons the job when the hint is longer
-// than the kind allows, or would pass its TTL or deadline.
-func retryDelay(reg *registration, j *weirtype.Job, err error) (delay, hint time.Duration) {
-	b := reg.cfg.Backoff
-	var prev time.Duration
-	if n := len(j.Errors); n > 0 && j.Errors[n-1].Attempt == j.Attempt-1 {
-		prev = max(j.ScheduledAt.Sub(j.Errors[n-1].At), 0)
-	}
-	delay = b.Next(j.Attempt, prev)
-	if h, ok := retry.AfterHint(err); ok && h > 0 {
-		hint = h
-		delay = max(delay, h)
-	}
-	return delay, hint
-}
-
-// abandonRetryAfterLimit is the reason a job is abandoned with when its
-// error's retry-after hint is longer than KindConfig.MaxRetryAfter; its
-// error names the hint and the limit.
-const abandonRetryAfterLimit = weirtype.AbandonRetryAfterLimit
 
 // abandon sends j to the dead-letter store without running it.
 func (c *Client) abandon(log *slog.Logger, j *weirtype.Job, lease store.Lease, reason weirtype.AbandonReason, errType, msg string) {

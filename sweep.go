@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/weirhq/weir/resilience/backoff"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/weirtype"
 )
@@ -247,7 +248,7 @@ func (c *Client) listenLoop(n store.Notifier) {
 			return
 		}
 		failures++
-		d := min(writeRetryBase<<min(failures-1, 20), 30*time.Second)
+		d := listenBackoff(failures)
 		c.log.Warn("listen for new jobs failed; polling meanwhile", "retry_in", d, "err", fmt.Sprint(err))
 		t := c.clock.NewTimer(d)
 		select {
@@ -257,6 +258,12 @@ func (c *Client) listenLoop(n store.Notifier) {
 		case <-t.C():
 		}
 	}
+}
+
+// listenBackoff is the wait before the listen that follows failures
+// failed ones in a row: doubling from writeRetryBase up to listenRetryCap.
+func listenBackoff(failures int) time.Duration {
+	return backoff.Exponential(writeRetryBase, 2, listenRetryCap).Scheduled(failures)
 }
 
 // LateResults returns the late results that match f: successes of
