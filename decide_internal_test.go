@@ -106,7 +106,9 @@ func TestDecideCoversEveryEndOfAnAttempt(t *testing.T) {
 			}),
 			want: retried(now, time.Second+(30*time.Second-time.Second)/2, boom, "*errors.errorString")},
 		{name: "the jitter comes from the end", j: job(nil), end: attemptEnd{err: boom, jitter: 0.75},
-			kc:   kind(func(kc *KindConfig) { kc.Backoff = backoff.Exponential(time.Second, 2, time.Minute).WithJitter(backoff.JitterFull) }),
+			kc: kind(func(kc *KindConfig) {
+				kc.Backoff = backoff.Exponential(time.Second, 2, time.Minute).WithJitter(backoff.JitterFull)
+			}),
 			want: retried(now, 3*time.Second, boom, "*errors.errorString")},
 		{name: "a retry-after hint raises the delay", j: job(nil), kc: kind(nil), end: attemptEnd{err: hinted(10 * time.Second)},
 			want: retried(now, 10*time.Second, hinted(10*time.Second), "*errors.errorString")},
