@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/clock"
-	"github.com/weirhq/weir/ingest/pipeline"
 	"github.com/weirhq/weir/resilience/breaker"
 	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/weirtype"
 )
 
 // Prefix is the path under which the handler serves.
@@ -36,11 +36,53 @@ const (
 	DefaultMaxBodyBytes = 1 << 20
 )
 
-// Reindexer starts reconciliations of the search index and reports their
-// progress: the ingestion service (pipeline.Service).
+// Reindexer is a reconciliation an application runs over what it keeps
+// (the ingestion service's repair of its search index from SQL, say),
+// which the admin API starts and reports on under /api/admin/reindex and
+// the console shows on its Reindex page. The admin package knows nothing
+// of what is reconciled: the application passes itself in Config.Reindex.
 type Reindexer interface {
-	StartReindex(ctx context.Context, trigger string) (pipeline.ReindexStarted, error)
-	ReindexRuns(ctx context.Context, limit int) ([]pipeline.ReindexRun, error)
+	// StartReindex enqueues a run, with trigger (ReindexTriggerAPI from
+	// the admin API) as its cause, or finds the one waiting or running.
+	StartReindex(ctx context.Context, trigger string) (ReindexStarted, error)
+	// ReindexRuns lists the latest runs, newest first, at most limit.
+	ReindexRuns(ctx context.Context, limit int) ([]ReindexRun, error)
+}
+
+// ReindexTriggerAPI is the trigger the admin API starts a run with.
+const ReindexTriggerAPI = "api"
+
+// ReindexStarted is the job a request to reindex enqueued, or found
+// waiting or running (Outcome a duplicate one then).
+type ReindexStarted struct {
+	JobID   int64                  `json:"job_id"`
+	Outcome weirtype.InsertOutcome `json:"outcome"`
+}
+
+// ReindexRun is a run of a reconciliation and its progress, as the admin
+// API answers it.
+type ReindexRun struct {
+	ID      int64  `json:"id"`
+	Trigger string `json:"trigger"`
+	// Status is running, done or failed.
+	Status     string     `json:"status"`
+	StartedAt  time.Time  `json:"started_at"`
+	UpdatedAt  time.Time  `json:"updated_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	// Total is the number of items to check when the run began; Checked
+	// how many it has compared. Missing, Stale and Extra count what it
+	// found absent, out of date, and present where it should not be;
+	// Repaired what it put right.
+	Total    int `json:"total"`
+	Checked  int `json:"checked"`
+	Missing  int `json:"missing"`
+	Stale    int `json:"stale"`
+	Extra    int `json:"extra"`
+	Repaired int `json:"repaired"`
+	// LastID is the key of the last item checked: where a run taken up
+	// again goes on.
+	LastID string `json:"last_id,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 // Config configures the handler.
@@ -54,7 +96,8 @@ type Config struct {
 	// Breakers are shown, opened and closed by name. Default: none. Two
 	// with one name are an error.
 	Breakers []*breaker.Breaker
-	// Reindex serves /api/admin/reindex. Default nil: those paths are 404.
+	// Reindex serves /api/admin/reindex. Default nil: those paths are 404
+	// (and the console's Reindex page says so).
 	Reindex Reindexer
 	// Clock dates requeues, retries and cancellations, and measures ages.
 	// Default the real clock.

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/admin"
-	"github.com/weirhq/weir/ingest/pipeline"
 	"github.com/weirhq/weir/resilience/breaker"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/weirtype"
@@ -462,14 +461,14 @@ func TestReindex(t *testing.T) {
 	t.Parallel()
 	fx := newFixture(t, "tok")
 	res := fx.ok(http.StatusAccepted, http.MethodPost, "/api/admin/reindex", "")
-	if res.body["job_id"] != 1.0 || res.body["outcome"] != "inserted" || !slices.Equal(fx.reindex.started, []string{pipeline.TriggerAPI}) {
+	if res.body["job_id"] != 1.0 || res.body["outcome"] != "inserted" || !slices.Equal(fx.reindex.started, []string{admin.ReindexTriggerAPI}) {
 		t.Errorf("start: %s; started %v", res.raw, fx.reindex.started)
 	}
 	res = fx.ok(http.StatusOK, http.MethodGet, "/api/admin/reindex", "")
 	if !strings.Contains(res.raw, `"runs": []`) {
 		t.Errorf("no runs: %s, want [] not null", res.raw)
 	}
-	fx.reindex.runs = []pipeline.ReindexRun{{ID: 2, Status: "running", Total: 10, Checked: 4}, {ID: 1, Status: "done"}}
+	fx.reindex.runs = []admin.ReindexRun{{ID: 2, Status: "running", Total: 10, Checked: 4}, {ID: 1, Status: "done"}}
 	res = fx.ok(http.StatusOK, http.MethodGet, "/api/admin/reindex?limit=1", "")
 	if got := field(res.body["runs"], "checked"); !slices.Equal(got, []any{4.0}) {
 		t.Errorf("runs %v", got)

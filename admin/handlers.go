@@ -7,7 +7,6 @@ import (
 	"net/http"
 
 	"github.com/weirhq/weir/deadletter"
-	"github.com/weirhq/weir/ingest/pipeline"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/weirtype"
 )
@@ -475,7 +474,7 @@ func (h *handler) startReindex(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	res, err := h.reindex.StartReindex(r.Context(), pipeline.TriggerAPI)
+	res, err := h.reindex.StartReindex(r.Context(), ReindexTriggerAPI)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -500,7 +499,7 @@ func (h *handler) reindexRuns(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if runs == nil {
-		runs = []pipeline.ReindexRun{}
+		runs = []ReindexRun{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"runs": runs})
 }

@@ -17,7 +17,6 @@ import (
 
 	"github.com/weirhq/weir/admin"
 	"github.com/weirhq/weir/clock"
-	"github.com/weirhq/weir/ingest/pipeline"
 	"github.com/weirhq/weir/internal/teststore"
 	"github.com/weirhq/weir/resilience/breaker"
 	"github.com/weirhq/weir/store"
@@ -49,17 +48,17 @@ func (b *syncBuffer) String() string {
 type fakeReindex struct {
 	mu      sync.Mutex
 	started []string
-	runs    []pipeline.ReindexRun
+	runs    []admin.ReindexRun
 }
 
-func (f *fakeReindex) StartReindex(_ context.Context, trigger string) (pipeline.ReindexStarted, error) {
+func (f *fakeReindex) StartReindex(_ context.Context, trigger string) (admin.ReindexStarted, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.started = append(f.started, trigger)
-	return pipeline.ReindexStarted{JobID: int64(len(f.started)), Outcome: weirtype.Inserted}, nil
+	return admin.ReindexStarted{JobID: int64(len(f.started)), Outcome: weirtype.Inserted}, nil
 }
 
-func (f *fakeReindex) ReindexRuns(_ context.Context, limit int) ([]pipeline.ReindexRun, error) {
+func (f *fakeReindex) ReindexRuns(_ context.Context, limit int) ([]admin.ReindexRun, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.runs[:min(limit, len(f.runs))], nil

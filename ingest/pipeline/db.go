@@ -42,7 +42,7 @@ type Document struct {
 	UpdatedAt  time.Time `json:"updated_at"`
 
 	// version is the change time of the file version the document holds
-	// (see Schema).
+	// (see migrations/0001_tables.sql).
 	version int64
 }
 
@@ -78,24 +78,24 @@ func scanDocument(row appdb.Row) (Document, error) {
 
 // document reads the document id; ErrNotFound if there is none.
 func (h dbHandle) document(ctx context.Context, id string) (Document, error) {
-	d, err := scanDocument(h.SQL.QueryRowContext(ctx, `SELECT `+documentColumns+` FROM weir_documents WHERE id = $1`, id))
+	d, err := scanDocument(h.SQL.QueryRowContext(ctx, `SELECT `+documentColumns+` FROM ingest_documents WHERE id = $1`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Document{}, fmt.Errorf("document %s: %w", id, ErrNotFound)
 	}
 	return d, err
 }
 
-// fileRow is a version of a file of incoming/ as weir_files keeps it.
+// fileRow is a version of a file of incoming/ as ingest_files keeps it.
 type fileRow struct {
 	ID, Path, Source, ETag, Format, Status string
 	Documents                              int
-	// Version and Job order the versions of a path (see Schema).
+	// Version and Job order the versions of a path (see migrations/0001_tables.sql).
 	Version, Job int64
 }
 
 func (h dbHandle) file(ctx context.Context, id string) (fileRow, error) {
 	var f fileRow
-	err := h.SQL.QueryRowContext(ctx, `SELECT id, path, source, etag, format, status, documents, version, job FROM weir_files WHERE id = $1`, id).
+	err := h.SQL.QueryRowContext(ctx, `SELECT id, path, source, etag, format, status, documents, version, job FROM ingest_files WHERE id = $1`, id).
 		Scan(&f.ID, &f.Path, &f.Source, &f.ETag, &f.Format, &f.Status, &f.Documents, &f.Version, &f.Job)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fileRow{}, fmt.Errorf("file %s: %w", id, ErrNotFound)
@@ -106,7 +106,7 @@ func (h dbHandle) file(ctx context.Context, id string) (fileRow, error) {
 // savedEntries lists the saved documents after id after, in id order, for
 // reconciliation: SQL is the source of truth.
 func (h dbHandle) savedEntries(ctx context.Context, after string, limit int) ([]reconcile.Entry, error) {
-	rows, err := h.SQL.QueryContext(ctx, `SELECT id, updated_at FROM weir_documents WHERE status = $1 AND id > $2 ORDER BY id LIMIT $3`, docSaved, after, limit)
+	rows, err := h.SQL.QueryContext(ctx, `SELECT id, updated_at FROM ingest_documents WHERE status = $1 AND id > $2 ORDER BY id LIMIT $3`, docSaved, after, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +139,7 @@ func (h dbHandle) replaced(ctx context.Context, f fileRow) (bool, error) {
 	if f.Status == fileSuperseded {
 		return true, nil
 	}
-	n, err := h.count(ctx, `SELECT count(*) FROM weir_files WHERE path = $1 AND id <> $2 AND documents > 0
+	n, err := h.count(ctx, `SELECT count(*) FROM ingest_files WHERE path = $1 AND id <> $2 AND documents > 0
 		AND (version > $3 OR (version = $3 AND job > $4))`, f.Path, f.ID, f.Version, f.Job)
 	return n > 0, err
 }

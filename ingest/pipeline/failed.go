@@ -75,7 +75,7 @@ func (s *Service) Sweep(ctx context.Context) error {
 }
 
 // sweepFailed writes each dead-lettered parse, extract or save job not
-// yet in weir_failures to failed/.
+// yet in ingest_failures to failed/.
 func (s *Service) sweepFailed(ctx context.Context) error {
 	var errs []error
 	for _, kind := range []string{KindParse, KindExtract, KindSave} {
@@ -87,7 +87,7 @@ func (s *Service) sweepFailed(ctx context.Context) error {
 			}
 			for _, dl := range dls {
 				after = dl.ID
-				done, err := s.db.count(ctx, `SELECT count(*) FROM weir_failures WHERE dead_letter_id = $1`, dl.ID)
+				done, err := s.db.count(ctx, `SELECT count(*) FROM ingest_failures WHERE dead_letter_id = $1`, dl.ID)
 				if err != nil {
 					return err
 				}
@@ -156,7 +156,7 @@ func (s *Service) writeFailure(ctx context.Context, dl *weirtype.DeadLetter) err
 			// A job enqueued before its arguments named the file, whose
 			// document is gone: there is nothing to write.
 			s.log.Warn("dead letter of a document that is gone; nothing to write to failed/", "dead_letter", dl.ID, "doc", a.Doc)
-			_, err := s.db.SQL.ExecContext(ctx, `INSERT INTO weir_failures (dead_letter_id, dir, written_at) VALUES ($1, '', $2)
+			_, err := s.db.SQL.ExecContext(ctx, `INSERT INTO ingest_failures (dead_letter_id, dir, written_at) VALUES ($1, '', $2)
 				ON CONFLICT (dead_letter_id) DO NOTHING`, dl.ID, micros(s.cfg.Clock.Now()))
 			return err
 		}
@@ -212,7 +212,7 @@ func (s *Service) writeFailure(ctx context.Context, dl *weirtype.DeadLetter) err
 	now := micros(s.cfg.Clock.Now())
 	err := s.db.RunTx(ctx, func(tx appdb.Tx) error {
 		if docDone != "" {
-			n, err := tx.Exec(ctx, `UPDATE weir_documents SET status = $2, updated_at = $3 WHERE id = $1 AND status = $4 AND file_id = $5`,
+			n, err := tx.Exec(ctx, `UPDATE ingest_documents SET status = $2, updated_at = $3 WHERE id = $1 AND status = $4 AND file_id = $5`,
 				docDone, docFailed, now, docParsed, fileID)
 			if err != nil {
 				return err
@@ -227,14 +227,14 @@ func (s *Service) writeFailure(ctx context.Context, dl *weirtype.DeadLetter) err
 		}
 		if wholeFile && !stale {
 			// The whole file failed: record it, parsed or not.
-			if _, err := tx.Exec(ctx, `INSERT INTO weir_files (id, path, source, etag, format, status, documents, created_at, updated_at)
+			if _, err := tx.Exec(ctx, `INSERT INTO ingest_files (id, path, source, etag, format, status, documents, created_at, updated_at)
 				VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $7) ON CONFLICT (id) DO UPDATE SET status = $6, updated_at = $7
-				WHERE weir_files.status <> $8`,
+				WHERE ingest_files.status <> $8`,
 				fileID, relPath, meta.Source, meta.ETag, meta.Format, fileFailed, now, fileSuperseded); err != nil {
 				return err
 			}
 		}
-		n, err := tx.Exec(ctx, `INSERT INTO weir_failures (dead_letter_id, dir, written_at) VALUES ($1, $2, $3) ON CONFLICT (dead_letter_id) DO NOTHING`,
+		n, err := tx.Exec(ctx, `INSERT INTO ingest_failures (dead_letter_id, dir, written_at) VALUES ($1, $2, $3) ON CONFLICT (dead_letter_id) DO NOTHING`,
 			dl.ID, filepath.Join(s.cfg.DataDir, filepath.FromSlash(dir)), now)
 		if err != nil || n == 0 {
 			return err // written by another process, which told of it
@@ -274,8 +274,8 @@ func withoutOriginal(payload []byte) (json.RawMessage, error) {
 // sweepOrphans settles the files still parsed whose documents have all
 // ended: their move failed, or the process died before it.
 func (s *Service) sweepOrphans(ctx context.Context) error {
-	rows, err := s.db.SQL.QueryContext(ctx, `SELECT f.id FROM weir_files f WHERE f.status = $1
-		AND NOT EXISTS (SELECT 1 FROM weir_documents d WHERE d.file_id = f.id AND d.status = $2) LIMIT 100`, fileParsed, docParsed)
+	rows, err := s.db.SQL.QueryContext(ctx, `SELECT f.id FROM ingest_files f WHERE f.status = $1
+		AND NOT EXISTS (SELECT 1 FROM ingest_documents d WHERE d.file_id = f.id AND d.status = $2) LIMIT 100`, fileParsed, docParsed)
 	if err != nil {
 		return err
 	}

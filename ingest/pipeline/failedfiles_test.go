@@ -29,7 +29,7 @@ func TestErrorJSONHasTheDesignShape(t *testing.T) {
 	drop(t, h.dir, "lists/club.mbox", archive)
 	h.start()
 	waitFor(t, "both failures written", waitTimeout, func() (bool, string) {
-		n := count(t, h.db, `SELECT count(*) FROM weir_failures`)
+		n := count(t, h.db, `SELECT count(*) FROM ingest_failures`)
 		return n == 2, fmt.Sprintf("%d failures written", n)
 	})
 	hexID := regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -117,7 +117,7 @@ func TestCopiesAreNoMoreReadableThanTheirSource(t *testing.T) {
 	h.start()
 	waitFor(t, "the files to end", waitTimeout, func() (bool, string) {
 		ok, state := settled(t, h.db, 3)
-		n := count(t, h.db, `SELECT count(*) FROM weir_failures`)
+		n := count(t, h.db, `SELECT count(*) FROM ingest_failures`)
 		return ok && n == 2, fmt.Sprintf("%s, %d failures written", state, n)
 	})
 	want := map[string]os.FileMode{

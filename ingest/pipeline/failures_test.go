@@ -48,7 +48,7 @@ func TestSaveFailsRetriesThenDeadLetters(t *testing.T) {
 	h := newHarness(t, func(c *pipeline.Config) {
 		c.Save = pipeline.Stage{MaxAttempts: 2, Backoff: backoff.Constant(time.Second), Timeout: 30 * time.Second}
 	})
-	if _, err := h.db.SQL.ExecContext(ctx, `CREATE TRIGGER fail_save BEFORE UPDATE ON weir_documents
+	if _, err := h.db.SQL.ExecContext(ctx, `CREATE TRIGGER fail_save BEFORE UPDATE ON ingest_documents
 		WHEN NEW.status = 'saved' AND NEW.path LIKE '%failsave%'
 		BEGIN SELECT RAISE(ABORT, 'injected'); END`); err != nil {
 		t.Fatal(err)
@@ -82,7 +82,7 @@ func TestSaveFailsRetriesThenDeadLetters(t *testing.T) {
 
 	waitFor(t, "the document to be written to failed/", waitTimeout, func() (bool, string) {
 		ok, state := settled(t, h.db, 2)
-		return ok && count(t, h.db, `SELECT count(*) FROM weir_failures`) == 1, state
+		return ok && count(t, h.db, `SELECT count(*) FROM ingest_failures`) == 1, state
 	})
 	dls := deadLetters(t, h.db)
 	if len(dls) != 1 || dls[0].Kind != pipeline.KindSave || dls[0].Attempts != 2 || !strings.Contains(dls[0].LastError, "injected") {
@@ -131,7 +131,7 @@ func TestMoveFailsSweepMovesLater(t *testing.T) {
 	id := pipeline.DocumentID(rel, "")
 	h.start()
 	waitFor(t, "the document to be saved and indexed", waitTimeout, func() (bool, string) {
-		n := count(t, h.db, `SELECT count(*) FROM weir_documents WHERE status = 'saved' AND indexed_at > 0`)
+		n := count(t, h.db, `SELECT count(*) FROM ingest_documents WHERE status = 'saved' AND indexed_at > 0`)
 		return n == 1, "not yet"
 	})
 
@@ -145,7 +145,7 @@ func TestMoveFailsSweepMovesLater(t *testing.T) {
 	if hits, err := h.svc.Search(ctx, "gambit", 10); err != nil || len(hits) != 1 || hits[0].ID != id {
 		t.Fatalf("Search(gambit) = %+v, %v; want the document", hits, err)
 	}
-	if n := count(t, h.db, `SELECT count(*) FROM weir_files WHERE status = 'parsed'`); n != 1 {
+	if n := count(t, h.db, `SELECT count(*) FROM ingest_files WHERE status = 'parsed'`); n != 1 {
 		t.Errorf("the file is not left parsed for the sweep")
 	}
 	if dls := deadLetters(t, h.db); len(dls) != 0 {
@@ -173,7 +173,7 @@ func TestMoveFailsSweepMovesLater(t *testing.T) {
 	if got := filesUnder(t, filepath.Join(h.dir, pipeline.ProcessedDir)); !slices.Equal(got, []string{rel}) {
 		t.Errorf("processed/ holds %v, want %s", got, rel)
 	}
-	if n := count(t, h.db, `SELECT count(*) FROM weir_files WHERE status = 'processed'`); n != 1 {
+	if n := count(t, h.db, `SELECT count(*) FROM ingest_files WHERE status = 'processed'`); n != 1 {
 		t.Errorf("the file is not marked processed")
 	}
 }

@@ -48,12 +48,7 @@ type harness struct {
 // not nil. The service is not started.
 func newHarness(t *testing.T, mod func(*pipeline.Config)) *harness {
 	t.Helper()
-	root := t.TempDir()
-	h := &harness{t: t, root: root, dir: filepath.Join(root, "data"), logs: newLogBuffer(t)}
-	h.db = openSQLite(t, filepath.Join(root, "weir.db"))
-	h.ix = openIndex(t, filepath.Join(root, "index.db"))
-	h.svc = h.newService(mod)
-	return h
+	return newHarnessOn(t, "sqlite", mod)
 }
 
 // stores are the stores a test runs on: the embedded SQLite file, and
@@ -65,13 +60,29 @@ var stores = []string{"sqlite", "postgres"}
 // "postgres" in a schema of the test's own.
 func newHarnessOn(t *testing.T, kind string, mod func(*pipeline.Config)) *harness {
 	t.Helper()
-	if kind == "sqlite" {
-		return newHarness(t, mod)
-	}
-	raw := testenv.Postgres(t)
 	root := t.TempDir()
-	h := &harness{t: t, root: root, dir: filepath.Join(root, "data"), logs: newLogBuffer(t)}
-	db, err := appdb.Open(context.Background(), appdb.Config{URL: raw, Schema: ownSchema(t, raw), MaxConns: 8})
+	return newHarnessOver(t, root, openDB(t, kind, root), mod)
+}
+
+// newHarnessOver is newHarness over db, with its files in root.
+func newHarnessOver(t *testing.T, root string, db *appdb.DB, mod func(*pipeline.Config)) *harness {
+	t.Helper()
+	h := &harness{t: t, root: root, dir: filepath.Join(root, "data"), db: db, logs: newLogBuffer(t)}
+	h.ix = openIndex(t, filepath.Join(root, "index.db"))
+	h.svc = h.newService(mod)
+	return h
+}
+
+// openDB opens a store of the test's own, closed at its end: the SQLite
+// file weir.db in root, or, for kind "postgres", a PostgreSQL schema.
+func openDB(t *testing.T, kind, root string) *appdb.DB {
+	t.Helper()
+	cfg := appdb.Config{Path: filepath.Join(root, "weir.db")}
+	if kind == "postgres" {
+		raw := testenv.Postgres(t)
+		cfg = appdb.Config{URL: raw, Schema: ownSchema(t, raw), MaxConns: 8}
+	}
+	db, err := appdb.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("appdb.Open: %v", err)
 	}
@@ -80,10 +91,7 @@ func newHarnessOn(t *testing.T, kind string, mod func(*pipeline.Config)) *harnes
 			t.Errorf("close the store: %v", err)
 		}
 	})
-	h.db = db
-	h.ix = openIndex(t, filepath.Join(root, "index.db"))
-	h.svc = h.newService(mod)
-	return h
+	return db
 }
 
 // config is the tests' service config: fast polls and backoffs, no
@@ -131,20 +139,6 @@ func stopService(t *testing.T, svc *pipeline.Service) {
 	if err := svc.Stop(ctx); err != nil {
 		t.Errorf("Stop: %v", err)
 	}
-}
-
-func openSQLite(t *testing.T, path string) *appdb.DB {
-	t.Helper()
-	db, err := appdb.Open(context.Background(), appdb.Config{Path: path})
-	if err != nil {
-		t.Fatalf("appdb.Open: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := db.Close(); err != nil {
-			t.Errorf("close the store: %v", err)
-		}
-	})
-	return db
 }
 
 func openIndex(t *testing.T, path string) *fts.Index {
@@ -322,9 +316,9 @@ func jobsOf(t *testing.T, db *appdb.DB, kind string) []*weirtype.Job {
 // not empty.
 func docIDs(t *testing.T, db *appdb.DB, status string) []string {
 	t.Helper()
-	q, args := `SELECT id FROM weir_documents ORDER BY id`, []any{}
+	q, args := `SELECT id FROM ingest_documents ORDER BY id`, []any{}
 	if status != "" {
-		q, args = `SELECT id FROM weir_documents WHERE status = $1 ORDER BY id`, []any{status}
+		q, args = `SELECT id FROM ingest_documents WHERE status = $1 ORDER BY id`, []any{status}
 	}
 	rows, err := db.SQL.QueryContext(context.Background(), q, args...)
 	if err != nil {
@@ -350,8 +344,8 @@ func docIDs(t *testing.T, db *appdb.DB, status string) []string {
 // nothing left to do with them.
 func settled(t *testing.T, db *appdb.DB, files int) (bool, string) {
 	t.Helper()
-	done := count(t, db, `SELECT count(*) FROM weir_files WHERE status IN ('processed', 'failed', 'superseded')`)
-	waiting := count(t, db, `SELECT count(*) FROM weir_documents WHERE status = 'parsed'
+	done := count(t, db, `SELECT count(*) FROM ingest_files WHERE status IN ('processed', 'failed', 'superseded')`)
+	waiting := count(t, db, `SELECT count(*) FROM ingest_documents WHERE status = 'parsed'
 		OR (status = 'saved' AND indexed_at = 0 AND index_error = '')`)
 	return done == files && waiting == 0, fmt.Sprintf("%d of %d files ended, %d documents wait", done, files, waiting)
 }

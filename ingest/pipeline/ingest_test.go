@@ -214,7 +214,7 @@ func TestSameFileMakesOneJob(t *testing.T) {
 				t.Errorf("parse job %d: %s after %d attempts, want completed after 1", j.ID, j.State, j.Attempt)
 			}
 		}
-		if n := count(t, h.db, `SELECT count(*) FROM weir_documents`); n != 1 {
+		if n := count(t, h.db, `SELECT count(*) FROM ingest_documents`); n != 1 {
 			t.Errorf("%d documents, want 1: every version of a path is one document", n)
 		}
 		for _, kind := range []string{pipeline.KindExtract, pipeline.KindSave, pipeline.KindIndex} {
@@ -369,7 +369,7 @@ func TestPoisonFilesGoToFailed(t *testing.T) {
 	h.start()
 	waitFor(t, "the poison to be written to failed/", waitTimeout, func() (bool, string) {
 		ok, state := settled(t, h.db, len(candidates)+1)
-		n := count(t, h.db, `SELECT count(*) FROM weir_failures`)
+		n := count(t, h.db, `SELECT count(*) FROM ingest_failures`)
 		return ok && n == poison, fmt.Sprintf("%s, %d failures written of %d", state, n, poison)
 	})
 	end := time.Now()
@@ -481,7 +481,7 @@ func TestMboxPoisonMessage(t *testing.T) {
 	h.start()
 	waitFor(t, "the archive to settle", waitTimeout, func() (bool, string) {
 		ok, state := settled(t, h.db, 1)
-		return ok && count(t, h.db, `SELECT count(*) FROM weir_failures`) == 1, state
+		return ok && count(t, h.db, `SELECT count(*) FROM ingest_failures`) == 1, state
 	})
 
 	fileID := pipeline.FileID(rel, pipeline.ETag([]byte(archive)))
@@ -509,7 +509,7 @@ func TestMboxPoisonMessage(t *testing.T) {
 	if exists(filepath.Join(h.dir, pipeline.FailedDir, "lists", "mixed.mbox", "mixed.mbox")) || len(filesUnder(t, filepath.Join(h.dir, pipeline.IncomingDir))) != 0 {
 		t.Error("the archive is in failed/ or still in incoming/")
 	}
-	if n := count(t, h.db, `SELECT count(*) FROM weir_files WHERE id = $1 AND status = 'processed'`, fileID); n != 1 {
+	if n := count(t, h.db, `SELECT count(*) FROM ingest_files WHERE id = $1 AND status = 'processed'`, fileID); n != 1 {
 		t.Error("the archive is not marked processed")
 	}
 	for query, subject := range map[string]string{"rings": "Saturn at opposition", "corrector": "Dew heaters"} {
@@ -532,7 +532,7 @@ func TestUnsupportedExtension(t *testing.T) {
 	drop(t, h.dir, "data.json", content)
 	h.start()
 	waitFor(t, "the file to be written to failed/", waitTimeout, func() (bool, string) {
-		n := count(t, h.db, `SELECT count(*) FROM weir_failures`)
+		n := count(t, h.db, `SELECT count(*) FROM ingest_failures`)
 		return n == 1, "no failure written"
 	})
 	dir := filepath.Join(h.dir, pipeline.FailedDir, "default", "data.json")
@@ -556,7 +556,7 @@ func TestUnsupportedExtension(t *testing.T) {
 			t.Errorf("%s/ holds %v", d, got)
 		}
 	}
-	if n := count(t, h.db, `SELECT count(*) FROM weir_files WHERE status = 'failed'`); n != 1 {
+	if n := count(t, h.db, `SELECT count(*) FROM ingest_files WHERE status = 'failed'`); n != 1 {
 		t.Errorf("%d files marked failed, want 1", n)
 	}
 }
@@ -583,7 +583,7 @@ func TestFailedFileCopiedAgainLeavesIncoming(t *testing.T) {
 	}
 	h.start()
 	waitFor(t, "both files to be written to failed/", waitTimeout, func() (bool, string) {
-		n := count(t, h.db, `SELECT count(*) FROM weir_failures`)
+		n := count(t, h.db, `SELECT count(*) FROM ingest_failures`)
 		return n == 2, fmt.Sprintf("%d failures written", n)
 	})
 	jobs := len(jobsOf(t, h.db, pipeline.KindParse))

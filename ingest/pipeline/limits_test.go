@@ -66,7 +66,7 @@ func TestParseOverItsTimeLimitFailsAtOnce(t *testing.T) {
 	h.start()
 	waitFor(t, "the slow file to fail", waitTimeout, func() (bool, string) {
 		ok, state := settled(t, h.db, 2)
-		n := count(t, h.db, `SELECT count(*) FROM weir_failures`)
+		n := count(t, h.db, `SELECT count(*) FROM ingest_failures`)
 		return ok && n == 1, fmt.Sprintf("%s, %d failures written", state, n)
 	})
 	dir := filepath.Join(h.dir, pipeline.FailedDir, "inbox", "slow.md")
@@ -112,7 +112,7 @@ func TestExtractOverItsTimeLimitIsRetriedThenFails(t *testing.T) {
 	drop(t, h.dir, "inbox/deaf.txt", []byte("A text the extractor is deaf to."))
 	h.start()
 	waitFor(t, "the document to fail", waitTimeout, func() (bool, string) {
-		n := count(t, h.db, `SELECT count(*) FROM weir_failures`)
+		n := count(t, h.db, `SELECT count(*) FROM ingest_failures`)
 		return n == 1, fmt.Sprintf("%d failures written, %d calls", n, ex.calls.Load())
 	})
 	f := readFailure(t, filepath.Join(h.dir, pipeline.FailedDir, "inbox", "deaf.txt"))
@@ -145,7 +145,7 @@ func TestFileLargerThanTheLimitIsPoison(t *testing.T) {
 	h.start()
 	waitFor(t, "the large file to fail", waitTimeout, func() (bool, string) {
 		ok, state := settled(t, h.db, 2)
-		n := count(t, h.db, `SELECT count(*) FROM weir_failures`)
+		n := count(t, h.db, `SELECT count(*) FROM ingest_failures`)
 		return ok && n == 1, fmt.Sprintf("%s, %d failures written", state, n)
 	})
 	dir := filepath.Join(h.dir, pipeline.FailedDir, "inbox", "large.txt")

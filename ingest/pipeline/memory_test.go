@@ -177,8 +177,8 @@ func TestMemoryOfALargeFile(t *testing.T) {
 				"resident memory peak %.1f MB above the %.1f MB before; %.1f MB allocated in all",
 				size>>20, tc.name, mb(held), mb(baseHeap), float64(held)/size, mb(heap-min(heap, baseHeap)),
 				mb(rss-min(rss, baseRSS)), mb(baseRSS), mb(ms.TotalAlloc-allocs))
-			if n, all := count(t, h.db, `SELECT count(*) FROM weir_documents WHERE status = 'saved' AND indexed_at > 0`),
-				count(t, h.db, `SELECT count(*) FROM weir_documents`); n == 0 || n != all {
+			if n, all := count(t, h.db, `SELECT count(*) FROM ingest_documents WHERE status = 'saved' AND indexed_at > 0`),
+				count(t, h.db, `SELECT count(*) FROM ingest_documents`); n == 0 || n != all {
 				t.Fatalf("%d documents of %d saved and indexed, want all", n, all)
 			}
 			if limit := uint64(tc.held * size); limit > 0 && held > limit {

@@ -56,7 +56,7 @@ func TestBadBytesArePoisonPerMessageOnBothStores(t *testing.T) {
 			h.start()
 			waitFor(t, "the failures to be written", waitTimeout, func() (bool, string) {
 				ok, state := settled(t, h.db, 2)
-				n := count(t, h.db, `SELECT count(*) FROM weir_failures`)
+				n := count(t, h.db, `SELECT count(*) FROM ingest_failures`)
 				return ok && n == 4, fmt.Sprintf("%s, %d failures written", state, n)
 			})
 

@@ -93,10 +93,10 @@ func TestPostgresTwoServices(t *testing.T) {
 	}
 	waitFor(t, "the files to be ingested", 40*time.Second, func() (bool, string) { return settled(t, db, len(files)) })
 
-	if n := count(t, db, `SELECT count(*) FROM weir_documents`); n != len(files) {
+	if n := count(t, db, `SELECT count(*) FROM ingest_documents`); n != len(files) {
 		t.Errorf("%d documents in SQL, want one per file: %d", n, len(files))
 	}
-	if n := count(t, db, `SELECT count(*) FROM weir_documents WHERE status = 'saved' AND indexed_at > 0`); n != len(files) {
+	if n := count(t, db, `SELECT count(*) FROM ingest_documents WHERE status = 'saved' AND indexed_at > 0`); n != len(files) {
 		t.Errorf("%d documents saved and indexed, want %d", n, len(files))
 	}
 	for _, kind := range []string{pipeline.KindParse, pipeline.KindExtract, pipeline.KindSave, pipeline.KindIndex} {

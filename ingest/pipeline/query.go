@@ -58,15 +58,15 @@ func (s *Service) FileProgress(ctx context.Context, ids []string) (Progress, err
 		case fileFailed:
 			p.FilesFailed++
 		}
-		saved, err := s.db.count(ctx, `SELECT count(*) FROM weir_documents WHERE file_id = $1 AND status = $2`, id, docSaved)
+		saved, err := s.db.count(ctx, `SELECT count(*) FROM ingest_documents WHERE file_id = $1 AND status = $2`, id, docSaved)
 		if err != nil {
 			return p, err
 		}
-		failed, err := s.db.count(ctx, `SELECT count(*) FROM weir_documents WHERE file_id = $1 AND status = $2`, id, docFailed)
+		failed, err := s.db.count(ctx, `SELECT count(*) FROM ingest_documents WHERE file_id = $1 AND status = $2`, id, docFailed)
 		if err != nil {
 			return p, err
 		}
-		indexed, err := s.db.count(ctx, `SELECT count(*) FROM weir_documents WHERE file_id = $1 AND status = $2 AND (indexed_at > 0 OR index_error <> '')`, id, docSaved)
+		indexed, err := s.db.count(ctx, `SELECT count(*) FROM ingest_documents WHERE file_id = $1 AND status = $2 AND (indexed_at > 0 OR index_error <> '')`, id, docSaved)
 		if err != nil {
 			return p, err
 		}
@@ -108,7 +108,7 @@ func (s *Service) Status(ctx context.Context, stuckAfter time.Duration) (Status,
 	for _, q := range []struct {
 		table string
 		into  map[string]int
-	}{{"weir_files", st.Files}, {"weir_documents", st.Documents}} {
+	}{{"ingest_files", st.Files}, {"ingest_documents", st.Documents}} {
 		rows, err := s.db.SQL.QueryContext(ctx, `SELECT status, count(*) FROM `+q.table+` GROUP BY status`)
 		if err != nil {
 			return st, err
@@ -133,7 +133,7 @@ func (s *Service) Status(ctx context.Context, stuckAfter time.Duration) (Status,
 	if st.Indexed, err = s.cfg.Index.Count(ctx); err != nil {
 		return st, err
 	}
-	if st.IndexErrors, err = s.db.count(ctx, `SELECT count(*) FROM weir_documents WHERE index_error <> ''`); err != nil {
+	if st.IndexErrors, err = s.db.count(ctx, `SELECT count(*) FROM ingest_documents WHERE index_error <> ''`); err != nil {
 		return st, err
 	}
 	counts, err := s.cfg.DB.Store.Executor().CountJobs(ctx, s.cfg.Clock.Now().Add(-stuckAfter))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/admin"
 	"github.com/weirhq/weir/ingest/reconcile"
 	"github.com/weirhq/weir/ingest/search"
 	"github.com/weirhq/weir/store"
@@ -16,33 +17,22 @@ import (
 
 // What started a reindex.
 const (
-	TriggerAPI           = "api"            // POST /api/admin/reindex
-	TriggerCLI           = "cli"            // weir reindex
-	TriggerSchedule      = "schedule"       // the daily run
-	TriggerSchemaVersion = "schema_version" // the index was rebuilt for a new schema version
+	TriggerAPI           = admin.ReindexTriggerAPI // POST /api/admin/reindex
+	TriggerCLI           = "cli"                   // weir reindex
+	TriggerSchedule      = "schedule"              // the daily run
+	TriggerSchemaVersion = "schema_version"        // the index was rebuilt for a new schema version
 )
 
 // ReindexRun is a reconciliation of the index with SQL, as
-// weir_reindex_runs keeps it.
-type ReindexRun struct {
-	ID      int64  `json:"id"`
-	Trigger string `json:"trigger"`
-	// Status is running, done or failed.
-	Status     string     `json:"status"`
-	StartedAt  time.Time  `json:"started_at"`
-	UpdatedAt  time.Time  `json:"updated_at"`
-	FinishedAt *time.Time `json:"finished_at,omitempty"`
-	// Total is the number of saved documents when the run began; Checked
-	// how many it has compared.
-	Total    int    `json:"total"`
-	Checked  int    `json:"checked"`
-	Missing  int    `json:"missing"`
-	Stale    int    `json:"stale"`
-	Extra    int    `json:"extra"`
-	Repaired int    `json:"repaired"`
-	LastID   string `json:"last_id,omitempty"`
-	Error    string `json:"error,omitempty"`
-}
+// ingest_reindex_runs keeps it and the admin API shows it: Total is the
+// number of saved documents when the run began.
+type ReindexRun = admin.ReindexRun
+
+// ReindexStarted is the job a reindex request enqueued, or found waiting.
+type ReindexStarted = admin.ReindexStarted
+
+// The service is the admin API's Reindexer.
+var _ admin.Reindexer = (*Service)(nil)
 
 type reindexArgs struct {
 	Trigger string `json:"trigger"`
@@ -69,12 +59,6 @@ func (s *Service) StartReindex(ctx context.Context, trigger string) (ReindexStar
 	return ReindexStarted{JobID: res.Job.ID, Outcome: res.Outcome}, nil
 }
 
-// ReindexStarted is the job a reindex request enqueued, or found waiting.
-type ReindexStarted struct {
-	JobID   int64                  `json:"job_id"`
-	Outcome weirtype.InsertOutcome `json:"outcome"`
-}
-
 func (s *Service) reindexJob(ctx context.Context, j *weir.Job[reindexArgs]) error {
 	_, err := s.Reindex(ctx, j.Args.Trigger, nil)
 	return err
@@ -84,7 +68,7 @@ func (s *Service) reindexJob(ctx context.Context, j *weir.Job[reindexArgs]) erro
 // newer version of their file (see removeReplaced); then it compares the
 // saved documents in SQL with the index and repairs, in batches, what is
 // missing or stale there, and removes what SQL does not have (those
-// documents among it); its progress is kept in weir_reindex_runs, and passed to
+// documents among it); its progress is kept in ingest_reindex_runs, and passed to
 // progress after each batch if it is not nil. A run left running by a
 // process that died is taken up where it stopped.
 func (s *Service) Reindex(ctx context.Context, trigger string, progress func(ReindexRun)) (ReindexRun, error) {
@@ -94,7 +78,7 @@ func (s *Service) Reindex(ctx context.Context, trigger string, progress func(Rei
 		return ReindexRun{}, err
 	}
 	now := s.cfg.Clock.Now()
-	total, err := s.db.count(ctx, `SELECT count(*) FROM weir_documents WHERE status = $1`, docSaved)
+	total, err := s.db.count(ctx, `SELECT count(*) FROM ingest_documents WHERE status = $1`, docSaved)
 	if err != nil {
 		return ReindexRun{}, err
 	}
@@ -104,7 +88,7 @@ func (s *Service) Reindex(ctx context.Context, trigger string, progress func(Rei
 	}
 	if run.ID == 0 {
 		run = ReindexRun{Trigger: trigger, Status: "running", StartedAt: now, UpdatedAt: now, Total: total}
-		if err := s.db.SQL.QueryRowContext(ctx, `INSERT INTO weir_reindex_runs (trigger, status, started_at, updated_at, total) VALUES ($1, $2, $3, $3, $4) RETURNING id`,
+		if err := s.db.SQL.QueryRowContext(ctx, `INSERT INTO ingest_reindex_runs (trigger, status, started_at, updated_at, total) VALUES ($1, $2, $3, $3, $4) RETURNING id`,
 			trigger, run.Status, micros(now), total).Scan(&run.ID); err != nil {
 			return ReindexRun{}, err
 		}
@@ -115,7 +99,7 @@ func (s *Service) Reindex(ctx context.Context, trigger string, progress func(Rei
 	save := func(p reconcile.Progress) error {
 		run.Checked, run.Missing, run.Stale, run.Extra = base.Checked+p.Checked, base.Missing+p.Missing, base.Stale+p.Stale, base.Extra+p.Extra
 		run.Repaired, run.LastID, run.UpdatedAt = base.Repaired+p.Repaired, p.LastID, s.cfg.Clock.Now()
-		_, err := s.db.SQL.ExecContext(context.WithoutCancel(ctx), `UPDATE weir_reindex_runs SET checked = $2, missing = $3, stale = $4, extra = $5, repaired = $6,
+		_, err := s.db.SQL.ExecContext(context.WithoutCancel(ctx), `UPDATE ingest_reindex_runs SET checked = $2, missing = $3, stale = $4, extra = $5, repaired = $6,
 			last_id = $7, updated_at = $8 WHERE id = $1`, run.ID, run.Checked, run.Missing, run.Stale, run.Extra, run.Repaired, run.LastID, micros(run.UpdatedAt))
 		return err
 	}
@@ -148,7 +132,7 @@ func (s *Service) Reindex(ctx context.Context, trigger string, progress func(Rei
 	if rerr != nil {
 		run.Status, run.Error = "failed", rerr.Error()
 	}
-	_, ferr := s.db.SQL.ExecContext(context.WithoutCancel(ctx), `UPDATE weir_reindex_runs SET status = $2, error = $3, finished_at = $4, updated_at = $4 WHERE id = $1`,
+	_, ferr := s.db.SQL.ExecContext(context.WithoutCancel(ctx), `UPDATE ingest_reindex_runs SET status = $2, error = $3, finished_at = $4, updated_at = $4 WHERE id = $1`,
 		run.ID, run.Status, run.Error, micros(end))
 	if progress != nil {
 		progress(run)
@@ -168,9 +152,9 @@ func (s *Service) Reindex(ctx context.Context, trigger string, progress func(Rei
 // by the time they were recorded. The index entries of the documents
 // removed go with the reconciliation that follows.
 func (s *Service) removeReplaced(ctx context.Context) error {
-	res, err := s.db.SQL.ExecContext(ctx, `DELETE FROM weir_documents WHERE id IN (
-		SELECT d.id FROM weir_documents d JOIN weir_files df ON df.id = d.file_id
-		WHERE EXISTS (SELECT 1 FROM weir_files f WHERE f.path = d.path AND f.id <> d.file_id AND f.documents > 0
+	res, err := s.db.SQL.ExecContext(ctx, `DELETE FROM ingest_documents WHERE id IN (
+		SELECT d.id FROM ingest_documents d JOIN ingest_files df ON df.id = d.file_id
+		WHERE EXISTS (SELECT 1 FROM ingest_files f WHERE f.path = d.path AND f.id <> d.file_id AND f.documents > 0
 			AND (f.version > df.version OR (f.version = df.version AND f.job > df.job)
 				OR (f.version = df.version AND f.job = df.job AND f.created_at > df.created_at))))`)
 	if err != nil {
@@ -235,7 +219,7 @@ func (s *Service) repair(ctx context.Context, ids []string) error {
 	}
 	now := micros(s.cfg.Clock.Now())
 	for _, d := range docs {
-		if _, err := s.db.SQL.ExecContext(ctx, `UPDATE weir_documents SET index_error = '', indexed_at = $2 WHERE id = $1`, d.ID, now); err != nil {
+		if _, err := s.db.SQL.ExecContext(ctx, `UPDATE ingest_documents SET index_error = '', indexed_at = $2 WHERE id = $1`, d.ID, now); err != nil {
 			return err
 		}
 	}
@@ -245,7 +229,7 @@ func (s *Service) repair(ctx context.Context, ids []string) error {
 // ReindexRuns lists the latest reindex runs, newest first.
 func (s *Service) ReindexRuns(ctx context.Context, limit int) ([]ReindexRun, error) {
 	rows, err := s.db.SQL.QueryContext(ctx, `SELECT id, trigger, status, started_at, updated_at, finished_at, total, checked, missing, stale, extra, repaired, last_id, error
-		FROM weir_reindex_runs ORDER BY id DESC LIMIT $1`, limit)
+		FROM ingest_reindex_runs ORDER BY id DESC LIMIT $1`, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -46,11 +46,11 @@ func TestRestartMidIngest(t *testing.T) {
 	}
 	h.start()
 	waitFor(t, "some documents to be saved", waitTimeout, func() (bool, string) {
-		n := count(t, h.db, `SELECT count(*) FROM weir_documents WHERE status = 'saved'`)
+		n := count(t, h.db, `SELECT count(*) FROM ingest_documents WHERE status = 'saved'`)
 		return n >= 5, fmt.Sprintf("%d saved", n)
 	})
 	stopService(t, h.svc)
-	saved := count(t, h.db, `SELECT count(*) FROM weir_documents WHERE status = 'saved'`)
+	saved := count(t, h.db, `SELECT count(*) FROM ingest_documents WHERE status = 'saved'`)
 	if saved >= len(files) {
 		t.Fatalf("every document was saved before the stop (%d): the test did not stop the service mid-ingest", saved)
 	}

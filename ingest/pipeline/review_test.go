@@ -34,11 +34,11 @@ func TestFileChangedWhileProcessedIsNotLost(t *testing.T) {
 	drop(t, h.dir, "src/a.txt", v1)
 	h.start()
 	waitFor(t, "the first version to be parsed", waitTimeout, func() (bool, string) {
-		return count(t, h.db, `SELECT count(*) FROM weir_documents`) == 1, "not parsed"
+		return count(t, h.db, `SELECT count(*) FROM ingest_documents`) == 1, "not parsed"
 	})
 	drop(t, h.dir, "src/a.txt", v2) // overwritten while v1 waits for its extraction
 	waitFor(t, "the second version to be parsed", waitTimeout, func() (bool, string) {
-		return count(t, h.db, `SELECT count(*) FROM weir_files`) == 2, "not parsed"
+		return count(t, h.db, `SELECT count(*) FROM ingest_files`) == 2, "not parsed"
 	})
 	close(gate.open)
 	waitFor(t, "the second version saved and indexed", waitTimeout, func() (bool, string) { return settled(t, h.db, 2) })
@@ -49,7 +49,7 @@ func TestFileChangedWhileProcessedIsNotLost(t *testing.T) {
 	if left := filesUnder(t, filepath.Join(h.dir, pipeline.IncomingDir)); len(left) != 0 {
 		t.Fatalf("incoming/ holds %v", left)
 	}
-	if n := count(t, h.db, `SELECT count(*) FROM weir_documents`); n != 1 {
+	if n := count(t, h.db, `SELECT count(*) FROM ingest_documents`); n != 1 {
 		t.Fatalf("%d documents, want 1: the second version replaces the first", n)
 	}
 	d, err := h.svc.Document(context.Background(), pipeline.DocumentID("src/a.txt", ""))
@@ -72,7 +72,7 @@ func TestSameNameFailuresKeepTheirFolders(t *testing.T) {
 	drop(t, h.dir, "src/b/x.txt", []byte("\x00 second"))
 	h.start()
 	waitFor(t, "both failures written", waitTimeout, func() (bool, string) {
-		return count(t, h.db, `SELECT count(*) FROM weir_failures`) == 2, "not yet"
+		return count(t, h.db, `SELECT count(*) FROM ingest_failures`) == 2, "not yet"
 	})
 	for dir, want := range map[string]string{"a": "\x00 first", "b": "\x00 second"} {
 		b, err := os.ReadFile(filepath.Join(h.dir, pipeline.FailedDir, "src", dir, "x.txt", "x.txt"))

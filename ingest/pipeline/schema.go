@@ -2,151 +2,15 @@ package pipeline
 
 import (
 	"context"
+	"embed"
 	"fmt"
 
 	"github.com/weirhq/weir/store/appdb"
 )
 
-// Schema is the service's tables, per driver, beside weir's: the files
-// seen in incoming/ (a row per version of a path), their documents (the
-// source of truth of what is searchable: a row per path and part, holding
-// the newest version parsed), the reindex runs, and the failures written
-// to failed/. Times are microseconds since the Unix epoch in both
-// drivers. A version is ordered by (version, job): the status change time
-// of the file its parse read, in nanoseconds, then the parse job's id.
-//
-// Its statements can run again on a database made by an earlier release;
-// the columns added since are added by Migrate.
-var Schema = map[appdb.Driver]string{
-	appdb.SQLite: `
-CREATE TABLE IF NOT EXISTS weir_files (
-	id TEXT PRIMARY KEY,
-	path TEXT NOT NULL,
-	source TEXT NOT NULL,
-	etag TEXT NOT NULL,
-	format TEXT NOT NULL,
-	status TEXT NOT NULL,
-	documents INTEGER NOT NULL,
-	version INTEGER NOT NULL DEFAULT 0,
-	job INTEGER NOT NULL DEFAULT 0,
-	created_at INTEGER NOT NULL,
-	updated_at INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS weir_files_status ON weir_files (status);
-CREATE INDEX IF NOT EXISTS weir_files_path ON weir_files (path);
-CREATE TABLE IF NOT EXISTS weir_documents (
-	id TEXT PRIMARY KEY,
-	file_id TEXT NOT NULL,
-	key TEXT NOT NULL,
-	source TEXT NOT NULL,
-	path TEXT NOT NULL,
-	status TEXT NOT NULL,
-	title TEXT NOT NULL,
-	body TEXT NOT NULL,
-	meta TEXT NOT NULL,
-	language TEXT NOT NULL DEFAULT '',
-	word_count INTEGER NOT NULL DEFAULT 0,
-	key_terms TEXT NOT NULL DEFAULT '[]',
-	summary TEXT NOT NULL DEFAULT '',
-	extractor TEXT NOT NULL DEFAULT '',
-	index_error TEXT NOT NULL DEFAULT '',
-	indexed_at INTEGER NOT NULL DEFAULT 0,
-	version INTEGER NOT NULL DEFAULT 0,
-	job INTEGER NOT NULL DEFAULT 0,
-	created_at INTEGER NOT NULL,
-	updated_at INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS weir_documents_file ON weir_documents (file_id);
-CREATE INDEX IF NOT EXISTS weir_documents_path ON weir_documents (path);
-CREATE INDEX IF NOT EXISTS weir_documents_status ON weir_documents (status, id);
-CREATE TABLE IF NOT EXISTS weir_reindex_runs (
-	id INTEGER PRIMARY KEY AUTOINCREMENT,
-	trigger TEXT NOT NULL,
-	status TEXT NOT NULL,
-	started_at INTEGER NOT NULL,
-	updated_at INTEGER NOT NULL,
-	finished_at INTEGER,
-	total INTEGER NOT NULL DEFAULT 0,
-	checked INTEGER NOT NULL DEFAULT 0,
-	missing INTEGER NOT NULL DEFAULT 0,
-	stale INTEGER NOT NULL DEFAULT 0,
-	extra INTEGER NOT NULL DEFAULT 0,
-	repaired INTEGER NOT NULL DEFAULT 0,
-	last_id TEXT NOT NULL DEFAULT '',
-	error TEXT NOT NULL DEFAULT ''
-);
-CREATE TABLE IF NOT EXISTS weir_failures (
-	dead_letter_id INTEGER PRIMARY KEY,
-	dir TEXT NOT NULL,
-	written_at INTEGER NOT NULL
-);`,
-	appdb.Postgres: `
-CREATE TABLE IF NOT EXISTS weir_files (
-	id TEXT PRIMARY KEY,
-	path TEXT NOT NULL,
-	source TEXT NOT NULL,
-	etag TEXT NOT NULL,
-	format TEXT NOT NULL,
-	status TEXT NOT NULL,
-	documents INTEGER NOT NULL,
-	version BIGINT NOT NULL DEFAULT 0,
-	job BIGINT NOT NULL DEFAULT 0,
-	created_at BIGINT NOT NULL,
-	updated_at BIGINT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS weir_files_status ON weir_files (status);
-CREATE INDEX IF NOT EXISTS weir_files_path ON weir_files (path);
-CREATE TABLE IF NOT EXISTS weir_documents (
-	id TEXT PRIMARY KEY,
-	file_id TEXT NOT NULL,
-	key TEXT NOT NULL,
-	source TEXT NOT NULL,
-	path TEXT NOT NULL,
-	status TEXT NOT NULL,
-	title TEXT NOT NULL,
-	body TEXT NOT NULL,
-	meta TEXT NOT NULL,
-	language TEXT NOT NULL DEFAULT '',
-	word_count INTEGER NOT NULL DEFAULT 0,
-	key_terms TEXT NOT NULL DEFAULT '[]',
-	summary TEXT NOT NULL DEFAULT '',
-	extractor TEXT NOT NULL DEFAULT '',
-	index_error TEXT NOT NULL DEFAULT '',
-	indexed_at BIGINT NOT NULL DEFAULT 0,
-	version BIGINT NOT NULL DEFAULT 0,
-	job BIGINT NOT NULL DEFAULT 0,
-	created_at BIGINT NOT NULL,
-	updated_at BIGINT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS weir_documents_file ON weir_documents (file_id);
-CREATE INDEX IF NOT EXISTS weir_documents_path ON weir_documents (path);
-CREATE INDEX IF NOT EXISTS weir_documents_status ON weir_documents (status, id);
-CREATE TABLE IF NOT EXISTS weir_reindex_runs (
-	id BIGSERIAL PRIMARY KEY,
-	trigger TEXT NOT NULL,
-	status TEXT NOT NULL,
-	started_at BIGINT NOT NULL,
-	updated_at BIGINT NOT NULL,
-	finished_at BIGINT,
-	total INTEGER NOT NULL DEFAULT 0,
-	checked INTEGER NOT NULL DEFAULT 0,
-	missing INTEGER NOT NULL DEFAULT 0,
-	stale INTEGER NOT NULL DEFAULT 0,
-	extra INTEGER NOT NULL DEFAULT 0,
-	repaired INTEGER NOT NULL DEFAULT 0,
-	last_id TEXT NOT NULL DEFAULT '',
-	error TEXT NOT NULL DEFAULT ''
-);
-CREATE TABLE IF NOT EXISTS weir_failures (
-	dead_letter_id BIGINT PRIMARY KEY,
-	dir TEXT NOT NULL,
-	written_at BIGINT NOT NULL
-);`,
-}
-
 // The statuses of a file and of a document.
 const (
-	fileParsed    = "parsed"    // its documents are in weir_documents
+	fileParsed    = "parsed"    // its documents are in ingest_documents
 	fileProcessed = "processed" // moved to processed/
 	fileFailed    = "failed"    // its parse was dead-lettered, or all its documents; moved to failed/
 	// fileSuperseded: a newer version of its path was parsed before it
@@ -158,40 +22,95 @@ const (
 	docFailed = "failed" // dead-lettered; in failed/
 )
 
-// columnsAdded are the columns added to the service's tables since its
-// first release: Migrate adds them to a database made before.
-var columnsAdded = []struct{ table, column string }{
-	{"weir_files", "version"},
-	{"weir_files", "job"},
-	{"weir_documents", "version"},
-	{"weir_documents", "job"},
+// MigrationsTable records the versions of the service's tables, apart
+// from weir's weir_migrations.
+const MigrationsTable = "ingest_migrations"
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// migrations are the service's tables' history (see migrations/): version 1
+// makes them, or takes over the tables of the release before, which
+// named them weir_*.
+var migrations = appdb.Migrations{Table: MigrationsTable, FS: migrationFS, Dir: "migrations",
+	Before: map[int]func(context.Context, appdb.SchemaTx) error{1: upgradeWeirTables}}
+
+// Migrate brings weir's tables up to date, then the service's: it applies
+// the migrations the database lacks, each once, recording them in
+// MigrationsTable. A database of the release before, whose service tables
+// were named weir_files, weir_documents, weir_reindex_runs and
+// weir_failures, keeps them, renamed, with their rows. It can run again,
+// and in several processes at once; a database a newer release migrated is
+// refused with an error wrapping store.ErrSchemaTooNew.
+func Migrate(ctx context.Context, db *appdb.DB) error {
+	_, err := db.MigrateTables(ctx, migrations)
+	return err
 }
 
-// Migrate creates the service's tables beside weir's (migrating weir's
-// first), and adds to tables made by an earlier release the columns they
-// lack. It can run again, and in several processes at once.
-func Migrate(ctx context.Context, db *appdb.DB) error {
-	if err := db.Migrate(ctx, Schema); err != nil {
-		return err
-	}
-	has := `SELECT count(*) FROM pragma_table_info($1) WHERE name = $2`
-	add := `ALTER TABLE %s ADD COLUMN %s INTEGER NOT NULL DEFAULT 0`
-	if db.Driver == appdb.Postgres {
-		has = `SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1 AND column_name = $2`
-		add = `ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s BIGINT NOT NULL DEFAULT 0`
-	}
-	for _, c := range columnsAdded {
-		var n int
-		if err := db.SQL.QueryRowContext(ctx, has, c.table, c.column).Scan(&n); err != nil {
-			return fmt.Errorf("pipeline: the columns of %s: %w", c.table, err)
+// SchemaVersion returns the version of the service's tables (0 before
+// Migrate made them) and the newest this release knows. It writes
+// nothing.
+func SchemaVersion(ctx context.Context, db *appdb.DB) (current, latest int, err error) {
+	return db.TablesVersion(ctx, migrations)
+}
+
+// renamed are the service's tables as the release before named them.
+var renamed = []struct{ old, new string }{
+	{"weir_files", "ingest_files"},
+	{"weir_documents", "ingest_documents"},
+	{"weir_reindex_runs", "ingest_reindex_runs"},
+	{"weir_failures", "ingest_failures"},
+}
+
+// oldIndexes are the release before's secondary indexes, remade under
+// the new names by the migration's SQL.
+var oldIndexes = []string{"weir_files_status", "weir_files_path", "weir_documents_file", "weir_documents_path", "weir_documents_status"}
+
+// upgradeWeirTables renames the tables of the release before to the
+// service's names, when they exist (the migration's SQL then finds them in
+// place), with their rows; and adds the columns that release's own
+// migration added to tables made before it (the order of the versions of
+// a path).
+func upgradeWeirTables(ctx context.Context, tx appdb.SchemaTx) error {
+	var stmts []string
+	for _, r := range renamed {
+		old, err := tx.HasTable(ctx, r.old)
+		if err != nil {
+			return err
 		}
-		if n > 0 {
+		if !old {
 			continue
 		}
-		if _, err := db.SQL.ExecContext(ctx, fmt.Sprintf(add, c.table, c.column)); err != nil {
-			// Another process may have added it first.
-			if qerr := db.SQL.QueryRowContext(ctx, has, c.table, c.column).Scan(&n); qerr != nil || n == 0 {
-				return fmt.Errorf("pipeline: add %s.%s: %w", c.table, c.column, err)
+		stmts = append(stmts, fmt.Sprintf(`ALTER TABLE %s RENAME TO %s`, r.old, r.new))
+		if tx.Driver == appdb.Postgres {
+			stmts = append(stmts, fmt.Sprintf(`ALTER INDEX IF EXISTS %s_pkey RENAME TO %s_pkey`, r.old, r.new))
+		}
+	}
+	if len(stmts) == 0 {
+		return nil // a new database
+	}
+	if tx.Driver == appdb.Postgres {
+		stmts = append(stmts, `ALTER SEQUENCE IF EXISTS weir_reindex_runs_id_seq RENAME TO ingest_reindex_runs_id_seq`)
+	}
+	for _, ix := range oldIndexes {
+		stmts = append(stmts, `DROP INDEX IF EXISTS `+ix)
+	}
+	for _, q := range stmts {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("rename the release before's tables: %w", err)
+		}
+	}
+	for _, table := range []string{"ingest_files", "ingest_documents"} {
+		for _, col := range []string{"version", "job"} {
+			has, err := tx.HasColumn(ctx, table, col)
+			if err != nil {
+				return err
+			}
+			if has {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, fmt.Sprintf(`ALTER TABLE %s ADD COLUMN %s BIGINT NOT NULL DEFAULT 0`, table, col)); err != nil {
+				return fmt.Errorf("add %s.%s: %w", table, col, err)
 			}
 		}
 	}

@@ -473,23 +473,23 @@ func (s *Service) record(ctx context.Context, job int64, a parseArgs, changed in
 		// The version's row: new, or one that failed before (its parse
 		// requeued), or an older reading of the same content (content
 		// that came back after a newer version).
-		if _, err := tx.Exec(ctx, `INSERT INTO weir_files (id, path, source, etag, format, status, documents, version, job, created_at, updated_at)
+		if _, err := tx.Exec(ctx, `INSERT INTO ingest_files (id, path, source, etag, format, status, documents, version, job, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)
 			ON CONFLICT (id) DO UPDATE SET status = excluded.status, documents = excluded.documents, format = excluded.format,
 				version = excluded.version, job = excluded.job, updated_at = excluded.updated_at
-			WHERE weir_files.status = 'failed' OR weir_files.version < excluded.version
-				OR (weir_files.version = excluded.version AND weir_files.job < excluded.job)`,
+			WHERE ingest_files.status = 'failed' OR ingest_files.version < excluded.version
+				OR (ingest_files.version = excluded.version AND ingest_files.job < excluded.job)`,
 			a.File, a.Path, a.Source, a.ETag, format, fileParsed, len(docs), changed, job, now); err != nil {
 			return err
 		}
 		var newer int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM weir_files WHERE path = $1 AND id <> $2 AND documents > 0
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM ingest_files WHERE path = $1 AND id <> $2 AND documents > 0
 			AND (version > $3 OR (version = $3 AND job > $4))`, a.Path, a.File, changed, job).Scan(&newer); err != nil {
 			return err
 		}
 		if newer > 0 {
 			superseded = true
-			_, err := tx.Exec(ctx, `UPDATE weir_files SET status = $2, updated_at = $3 WHERE id = $1`, a.File, fileSuperseded, now)
+			_, err := tx.Exec(ctx, `UPDATE ingest_files SET status = $2, updated_at = $3 WHERE id = $1`, a.File, fileSuperseded, now)
 			return err
 		}
 		for _, d := range docs {
@@ -499,7 +499,7 @@ func (s *Service) record(ctx context.Context, job int64, a parseArgs, changed in
 		}
 		// The documents of older versions this one lacks (an archive
 		// that lost messages) go.
-		rows, err := tx.Query(ctx, `SELECT id FROM weir_documents WHERE path = $1 AND (version < $2 OR (version = $2 AND job < $3))`, a.Path, changed, job)
+		rows, err := tx.Query(ctx, `SELECT id FROM ingest_documents WHERE path = $1 AND (version < $2 OR (version = $2 AND job < $3))`, a.Path, changed, job)
 		if err != nil {
 			return err
 		}
@@ -517,7 +517,7 @@ func (s *Service) record(ctx context.Context, job int64, a parseArgs, changed in
 			return err
 		}
 		for _, id := range gone {
-			if _, err := tx.Exec(ctx, `DELETE FROM weir_documents WHERE id = $1`, id); err != nil {
+			if _, err := tx.Exec(ctx, `DELETE FROM ingest_documents WHERE id = $1`, id); err != nil {
 				return err
 			}
 			if _, err := s.client.InsertTx(ctx, tx.Ex, indexArgs{Doc: id, File: a.File}, &weir.InsertOpts{IdempotencyKey: "index:" + versionKey(id, a.File, changed)}); err != nil {
@@ -526,7 +526,7 @@ func (s *Service) record(ctx context.Context, job int64, a parseArgs, changed in
 		}
 		// Older versions still in flight end here: their documents are
 		// this one's now.
-		_, err = tx.Exec(ctx, `UPDATE weir_files SET status = $3, updated_at = $4 WHERE path = $1 AND id <> $2 AND status = $5`,
+		_, err = tx.Exec(ctx, `UPDATE ingest_files SET status = $3, updated_at = $4 WHERE path = $1 AND id <> $2 AND status = $5`,
 			a.Path, a.File, fileSuperseded, now, fileParsed)
 		return err
 	})
@@ -550,13 +550,13 @@ func (s *Service) recordDoc(ctx context.Context, tx appdb.Tx, job int64, a parse
 		return retry.Permanent(fmt.Errorf("%s%s: %w", a.Path, d.Key, err))
 	}
 	id := DocumentID(a.Path, d.Key)
-	n, err := tx.Exec(ctx, `INSERT INTO weir_documents (id, file_id, key, source, path, status, title, body, meta, version, job, created_at, updated_at)
+	n, err := tx.Exec(ctx, `INSERT INTO ingest_documents (id, file_id, key, source, path, status, title, body, meta, version, job, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)
 		ON CONFLICT (id) DO UPDATE SET file_id = excluded.file_id, source = excluded.source, status = excluded.status,
 			title = excluded.title, body = excluded.body, meta = excluded.meta, language = '', word_count = 0, key_terms = '[]',
 			summary = '', extractor = '', index_error = '', indexed_at = 0, version = excluded.version, job = excluded.job,
 			updated_at = excluded.updated_at
-		WHERE weir_documents.version < excluded.version OR (weir_documents.version = excluded.version AND weir_documents.job < excluded.job)`,
+		WHERE ingest_documents.version < excluded.version OR (ingest_documents.version = excluded.version AND ingest_documents.job < excluded.job)`,
 		id, a.File, d.Key, a.Source, a.Path, docParsed, c.title, c.text, c.meta, changed, job, now)
 	if err != nil || n == 0 {
 		return err // n == 0: recorded by an earlier attempt of this parse
@@ -652,7 +652,7 @@ func (s *Service) save(ctx context.Context, j *weir.Job[saveArgs]) error {
 			current, status, source, relPath, key string
 			version                               int64
 		)
-		err := tx.QueryRow(ctx, `SELECT file_id, status, source, path, key, version FROM weir_documents WHERE id = $1`, a.Doc).
+		err := tx.QueryRow(ctx, `SELECT file_id, status, source, path, key, version FROM ingest_documents WHERE id = $1`, a.Doc).
 			Scan(&current, &status, &source, &relPath, &key, &version)
 		if errors.Is(err, sql.ErrNoRows) { // pgx's wraps it too
 			stale = true
@@ -674,7 +674,7 @@ func (s *Service) save(ctx context.Context, j *weir.Job[saveArgs]) error {
 		requeued = status == docFailed
 		failedSource, failedPath, failedKey = source, relPath, key
 		now := s.cfg.Clock.Now()
-		n, err := tx.Exec(ctx, `UPDATE weir_documents SET status = $2, title = $3, language = $4, word_count = $5, key_terms = $6,
+		n, err := tx.Exec(ctx, `UPDATE ingest_documents SET status = $2, title = $3, language = $4, word_count = $5, key_terms = $6,
 			summary = $7, extractor = $8, index_error = '', indexed_at = 0, updated_at = $9 WHERE id = $1 AND file_id = $10 AND version = $11 AND status <> $2`,
 			a.Doc, docSaved, r.Title, r.Language, r.WordCount, terms, r.Summary, r.Extractor, micros(now), fileID, version)
 		if err != nil {
@@ -745,11 +745,11 @@ func (s *Service) index(ctx context.Context, j *weir.Job[indexArgs]) error {
 				return err
 			}
 			s.log.Warn("index failed; the document waits for reconciliation", "doc", d.ID, "attempt", j.Attempt, "err", err)
-			_, uerr := s.db.SQL.ExecContext(ctx, `UPDATE weir_documents SET index_error = $2 WHERE id = $1 AND updated_at = $3`,
+			_, uerr := s.db.SQL.ExecContext(ctx, `UPDATE ingest_documents SET index_error = $2 WHERE id = $1 AND updated_at = $3`,
 				d.ID, cleanText(err.Error()), micros(d.UpdatedAt))
 			return uerr
 		}
-		n, err := s.db.SQL.ExecContext(ctx, `UPDATE weir_documents SET index_error = '', indexed_at = $2 WHERE id = $1 AND status = $3 AND updated_at = $4`,
+		n, err := s.db.SQL.ExecContext(ctx, `UPDATE ingest_documents SET index_error = '', indexed_at = $2 WHERE id = $1 AND status = $3 AND updated_at = $4`,
 			d.ID, micros(s.cfg.Clock.Now()), docSaved, micros(d.UpdatedAt))
 		if err != nil {
 			return err
@@ -782,17 +782,17 @@ func (s *Service) trySettle(ctx context.Context, fileID string) error {
 	if err != nil || f.Status == fileProcessed || f.Status == fileSuperseded {
 		return err
 	}
-	waiting, err := s.db.count(ctx, `SELECT count(*) FROM weir_documents WHERE file_id = $1 AND status = $2`, fileID, docParsed)
+	waiting, err := s.db.count(ctx, `SELECT count(*) FROM ingest_documents WHERE file_id = $1 AND status = $2`, fileID, docParsed)
 	if err != nil || waiting > 0 {
 		return err
 	}
-	saved, err := s.db.count(ctx, `SELECT count(*) FROM weir_documents WHERE file_id = $1 AND status = $2`, fileID, docSaved)
+	saved, err := s.db.count(ctx, `SELECT count(*) FROM ingest_documents WHERE file_id = $1 AND status = $2`, fileID, docSaved)
 	if err != nil {
 		return err
 	}
 	// A version superseded since it was read is left to the newer one.
 	mark := func(status string) error {
-		_, err := s.db.SQL.ExecContext(ctx, `UPDATE weir_files SET status = $2, updated_at = $3 WHERE id = $1 AND status <> $4`,
+		_, err := s.db.SQL.ExecContext(ctx, `UPDATE ingest_files SET status = $2, updated_at = $3 WHERE id = $1 AND status <> $4`,
 			fileID, status, micros(s.cfg.Clock.Now()), fileSuperseded)
 		return err
 	}

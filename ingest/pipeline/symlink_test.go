@@ -79,7 +79,7 @@ func TestSymlinkSwappedInIsNotRead(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if n := count(t, h.db, `SELECT count(*) FROM weir_documents WHERE body LIKE '%swordfish%' OR body LIKE '%marmalade%'`); n != 0 {
+	if n := count(t, h.db, `SELECT count(*) FROM ingest_documents WHERE body LIKE '%swordfish%' OR body LIKE '%marmalade%'`); n != 0 {
 		t.Fatalf("SQL holds %d documents of the secrets", n)
 	}
 	if n := len(jobsOf(t, h.db, pipeline.KindParse)); n != 0 {

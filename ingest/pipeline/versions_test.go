@@ -159,13 +159,13 @@ func TestStaleParseDoesNotReplaceNewerVersion(t *testing.T) {
 			// replaces it on disk and goes all the way.
 			drop(t, h.dir, list, a2)
 			waitFor(t, "the second version to be saved and indexed", waitTimeout, func() (bool, string) {
-				n := count(t, h.db, `SELECT count(*) FROM weir_documents WHERE status = 'saved' AND indexed_at > 0`)
+				n := count(t, h.db, `SELECT count(*) FROM ingest_documents WHERE status = 'saved' AND indexed_at > 0`)
 				return n == 2, fmt.Sprintf("%d saved and indexed", n)
 			})
 			close(hp.release)
 			first := pipeline.FileID(list, pipeline.ETag(a1))
 			waitFor(t, "the first version's parse to end", waitTimeout, func() (bool, string) {
-				n := count(t, h.db, `SELECT count(*) FROM weir_files WHERE id = $1 AND status = 'superseded'`, first)
+				n := count(t, h.db, `SELECT count(*) FROM ingest_files WHERE id = $1 AND status = 'superseded'`, first)
 				return n == 1, "not superseded yet"
 			})
 			waitFor(t, "everything to settle", waitTimeout, func() (bool, string) { return settled(t, h.db, 2) })
@@ -336,11 +336,11 @@ func TestReindexRemovesReplacedVersions(t *testing.T) {
 	}
 	for i, v := range old {
 		us := v.at.UnixMicro()
-		if _, err := h.db.SQL.ExecContext(ctx, `INSERT INTO weir_files (id, path, source, etag, format, status, documents, created_at, updated_at)
+		if _, err := h.db.SQL.ExecContext(ctx, `INSERT INTO ingest_files (id, path, source, etag, format, status, documents, created_at, updated_at)
 			VALUES ($1, $2, 'notes', $3, 'text', 'processed', 1, $4, $4)`, v.file, rel, fmt.Sprint("etag-", i+1), us); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := h.db.SQL.ExecContext(ctx, `INSERT INTO weir_documents (id, file_id, key, source, path, status, title, body, meta, created_at, updated_at)
+		if _, err := h.db.SQL.ExecContext(ctx, `INSERT INTO ingest_documents (id, file_id, key, source, path, status, title, body, meta, created_at, updated_at)
 			VALUES ($1, $1, '', 'notes', $2, 'saved', 'Kettle', $3, '{}', $4, $4)`, v.file, rel, v.body, us); err != nil {
 			t.Fatal(err)
 		}
@@ -385,7 +385,7 @@ func TestChangedBeforeParseLeavesItToTheNewVersion(t *testing.T) {
 	drop(t, h.dir, list, a2)
 	h.start()
 	waitFor(t, "the new versions", waitTimeout, func() (bool, string) {
-		n := count(t, h.db, `SELECT count(*) FROM weir_documents WHERE status = 'saved' AND indexed_at > 0`)
+		n := count(t, h.db, `SELECT count(*) FROM ingest_documents WHERE status = 'saved' AND indexed_at > 0`)
 		left := filesUnder(t, filepath.Join(h.dir, pipeline.IncomingDir))
 		return n == 2 && len(left) == 0, fmt.Sprintf("%d saved and indexed, incoming/ %v", n, left)
 	})
@@ -405,7 +405,7 @@ func TestChangedBeforeParseLeavesItToTheNewVersion(t *testing.T) {
 			t.Errorf("%s finds %v, want %d", q, got, want)
 		}
 	}
-	if n := count(t, h.db, `SELECT count(*) FROM weir_files`); n != 2 {
+	if n := count(t, h.db, `SELECT count(*) FROM ingest_files`); n != 2 {
 		t.Errorf("%d files recorded, want the new versions' 2", n)
 	}
 }

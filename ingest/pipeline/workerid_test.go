@@ -23,10 +23,8 @@ const childDirEnv = "PIPELINE_CHILD_DIR"
 // its default.
 func childService(t *testing.T, dir string) (*harness, *pipeline.Service) {
 	t.Helper()
-	h := &harness{t: t, root: dir, dir: filepath.Join(dir, "data"), logs: newLogBuffer(t)}
-	h.db = openSQLite(t, filepath.Join(dir, "weir.db"))
-	h.ix = openIndex(t, filepath.Join(dir, "index.db"))
-	return h, h.newService(func(c *pipeline.Config) { c.ID = "" })
+	h := newHarnessOver(t, dir, openDB(t, "sqlite", dir), func(c *pipeline.Config) { c.ID = "" })
+	return h, h.svc
 }
 
 // TestRestartTakesBackAtOnceChild is the child of
@@ -106,7 +104,7 @@ func TestRestartTakesBackAtOnce(t *testing.T) {
 	if took := time.Since(start); took >= 30*time.Second {
 		t.Errorf("the restart took %v to finish the killed run's work: it waited for the lease", took)
 	}
-	if n := count(t, h.db, `SELECT count(*) FROM weir_documents WHERE status = 'saved'`); n != len(files) {
+	if n := count(t, h.db, `SELECT count(*) FROM ingest_documents WHERE status = 'saved'`); n != len(files) {
 		t.Errorf("%d documents saved, want %d", n, len(files))
 	}
 	if dls := deadLetters(t, h.db); len(dls) != 0 {

@@ -152,7 +152,7 @@ func TestMigrateMakesTheServiceTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	for _, table := range []string{"weir_jobs", "weir_files", "weir_documents", "weir_reindex_runs", "weir_failures"} {
+	for _, table := range []string{"weir_jobs", "ingest_files", "ingest_documents", "ingest_reindex_runs", "ingest_failures"} {
 		var n int
 		if err := db.QueryRow(`SELECT count(*) FROM ` + table).Scan(&n); err != nil {
 			t.Errorf("after weir migrate, table %s: %v", table, err)

@@ -78,7 +78,7 @@ func TestReadOnlyCommandsMakeNothing(t *testing.T) {
 	teststore.SQLite(t, filepath.Join(bare, sqliteFileName))
 	for _, args := range [][]string{{"status"}, {"search", "bees"}} {
 		code, stdout, stderr := run(append(args, "-data", bare)...)
-		want(t, strings.Join(args, " ")+" on a store without the service's tables", code, 1, stdout+stderr, "has no table weir_files", "run weir migrate")
+		want(t, strings.Join(args, " ")+" on a store without the service's tables", code, 1, stdout+stderr, "has no table ingest_migrations", "run weir migrate")
 	}
 	if paths := tree(t, bare); !slices.Equal(paths, []string{".", sqliteFileName}) {
 		t.Fatalf("read-only commands wrote into a bare store's directory: %v", paths)
@@ -136,7 +136,7 @@ func TestReadOnlyCommandsMakeNoSchema(t *testing.T) {
 	n := tables(s.Schema())
 	for _, args := range [][]string{{"status"}, {"search", "bees"}} {
 		code, stdout, stderr := run(append(args, "-store", url, "-schema", s.Schema(), "-data", data)...)
-		want(t, strings.Join(args, " ")+" on weir's tables alone", code, 1, stdout+stderr, "has no table weir_files", "run weir migrate")
+		want(t, strings.Join(args, " ")+" on weir's tables alone", code, 1, stdout+stderr, "has no table ingest_migrations", "run weir migrate")
 	}
 	if m := tables(s.Schema()); m != n {
 		t.Errorf("status and search made %d tables", m-n)

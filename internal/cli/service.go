@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -33,6 +32,7 @@ import (
 	"github.com/weirhq/weir/metrics"
 	"github.com/weirhq/weir/resilience/breaker"
 	"github.com/weirhq/weir/schedule"
+	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/store/appdb"
 )
 
@@ -145,26 +145,19 @@ func (f storeFlags) appDB(ctx context.Context, mode openMode) (*appdb.DB, error)
 	return db, nil
 }
 
-// serviceTable finds the tables pipeline.Schema makes.
-var serviceTable = regexp.MustCompile(`(?i)CREATE TABLE IF NOT EXISTS\s+([a-z_][a-z0-9_]*)`)
-
-// checkServiceTables returns an error unless db holds every table of the
-// ingestion service, which weir migrate makes.
+// checkServiceTables returns an error unless db holds the tables of the
+// ingestion service at this weir's version, which weir migrate makes.
 func checkServiceTables(ctx context.Context, db *appdb.DB, where string) error {
-	for _, m := range serviceTable.FindAllStringSubmatch(pipeline.Schema[db.Driver], -1) {
-		var q string
-		if db.Driver == appdb.SQLite {
-			q = `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = $1`
-		} else {
-			q = `SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = $1`
-		}
-		var n int
-		if err := db.SQL.QueryRowContext(ctx, q, m[1]).Scan(&n); err != nil {
-			return fmt.Errorf("%s: %w", where, err)
-		}
-		if n == 0 {
-			return fmt.Errorf("%s has no table %s of the ingestion service: run weir migrate", where, m[1])
-		}
+	cur, latest, err := pipeline.SchemaVersion(ctx, db)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s: %w", where, err)
+	case cur == 0:
+		return fmt.Errorf("%s has no table %s of the ingestion service: run weir migrate", where, pipeline.MigrationsTable)
+	case cur < latest:
+		return fmt.Errorf("%s holds the ingestion service's tables at version %d and this weir needs %d: run weir migrate", where, cur, latest)
+	case cur > latest:
+		return fmt.Errorf("%s holds the ingestion service's tables at version %d, newer than this weir's %d (upgrade weir): %w", where, cur, latest, store.ErrSchemaTooNew)
 	}
 	return nil
 }
