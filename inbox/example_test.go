@@ -19,14 +19,8 @@ import (
 // commits the shipment; the third finds the record and changes nothing.
 func ExampleHandle() {
 	ctx := context.Background()
-	s, err := tempstore.Open(ctx) // sqlite.Open and Migrate, in a temporary directory
-	if err != nil {
-		log.Fatal(err)
-	}
+	s := tempstore.MustOpen(ctx, `CREATE TABLE shipments (order_ref TEXT)`) // sqlite.Open and Migrate, in a temporary directory
 	defer s.Close()
-	if _, err := s.DB().ExecContext(ctx, `CREATE TABLE shipments (order_ref TEXT)`); err != nil {
-		log.Fatal(err)
-	}
 
 	calls := 0
 	h := inbox.Handle(s.RunTx, func(ctx context.Context, tx *sql.Tx, d broker.Delivery) error {

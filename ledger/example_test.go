@@ -18,10 +18,7 @@ import (
 // without uploading again; a third run returns the recorded result.
 func Example() {
 	ctx := context.Background()
-	s, err := tempstore.Open(ctx) // sqlite.Open and Migrate, in a temporary directory
-	if err != nil {
-		log.Fatal(err)
-	}
+	s := tempstore.MustOpen(ctx) // sqlite.Open and Migrate, in a temporary directory
 	defer s.Close()
 	l := ledger.New(s.Executor(), nil, slog.New(slog.DiscardHandler))
 

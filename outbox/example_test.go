@@ -24,14 +24,8 @@ import (
 // its own that stays the same if it must publish the message again.
 func Example() {
 	ctx := context.Background()
-	s, err := tempstore.Open(ctx) // sqlite.Open and Migrate, in a temporary directory
-	if err != nil {
-		log.Fatal(err)
-	}
+	s := tempstore.MustOpen(ctx, `CREATE TABLE orders (id INTEGER PRIMARY KEY, total INTEGER)`) // sqlite.Open and Migrate, in a temporary directory
 	defer s.Close()
-	if _, err := s.DB().ExecContext(ctx, `CREATE TABLE orders (id INTEGER PRIMARY KEY, total INTEGER)`); err != nil {
-		log.Fatal(err)
-	}
 	quiet := slog.New(slog.DiscardHandler)
 	b, err := natsembed.Open(ctx, natsembed.Config{Dir: filepath.Join(s.Dir, "nats"), Broker: nats.Config{Logger: quiet}})
 	if err != nil {

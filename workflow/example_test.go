@@ -20,12 +20,9 @@ import (
 // effect ledger, once, however often the state runs.
 func Example() {
 	ctx := context.Background()
-	s, err := tempstore.Open(ctx) // sqlite.Open and Migrate, in a temporary directory
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer s.Close()
 	quiet := slog.New(slog.DiscardHandler)
+	s := tempstore.MustOpen(ctx) // sqlite.Open and Migrate, in a temporary directory
+	defer s.Close()
 
 	shipped := make(chan struct{})
 	order := &workflow.Definition{Name: "order", Start: "charge", States: map[string]workflow.Handler{

@@ -329,23 +329,8 @@ func TestCloseEndsConsume(t *testing.T) {
 	if err := b.Publish(ctx, []broker.Message{{ID: "0", Topic: topic}}); err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan broker.Delivery, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- b.Consume(ctx, topic, broker.ConsumeOptions{DeadLetter: func(context.Context, broker.Delivery, string, error) error { return nil }},
-			func(_ context.Context, d broker.Delivery) error {
-				got <- d
-				return nil
-			})
-	}()
 	// Closed once the consumer runs, not before it has begun.
-	select {
-	case <-got:
-	case err := <-done:
-		t.Fatalf("consume returned before a delivery: %v", err)
-	case <-ctx.Done():
-		t.Fatal("no delivery before Close")
-	}
+	done := brokertest.Consuming(t, ctx, b, topic)
 	b.Close()
 	select {
 	case err := <-done:

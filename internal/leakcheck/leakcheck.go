@@ -40,12 +40,21 @@ func Take() Snapshot {
 // test's process, say, which outlives the component under test.
 func (s Snapshot) Check(t testing.TB, timeout time.Duration, ignore ...string) {
 	t.Helper()
-	if why, ok := eventually.Wait(timeout, func() (bool, string) {
-		left := s.since(ignore)
-		return len(left) == 0, strings.Join(left, "\n\n")
-	}); !ok {
-		t.Fatalf("goroutines still running %v after the component stopped:\n\n%s", timeout, why)
+	if left := s.Left(timeout, ignore...); len(left) > 0 {
+		t.Fatalf("goroutines still running %v after the component stopped:\n\n%s", timeout, strings.Join(left, "\n\n"))
 	}
+}
+
+// Left waits, up to timeout, for the goroutines started since s to end,
+// those whose stacks hold one of ignore left out, and returns the stacks
+// of those still running: none when all ended.
+func (s Snapshot) Left(timeout time.Duration, ignore ...string) []string {
+	var left []string
+	eventually.Wait(timeout, func() (bool, string) {
+		left = s.since(ignore)
+		return len(left) == 0, ""
+	})
+	return left
 }
 
 // since returns the stacks of the goroutines started after s, the caller's

@@ -1,77 +1,55 @@
 package leakcheck
 
 import (
-	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
-
-// fakeT records a Fatalf instead of ending the test.
-type fakeT struct {
-	testing.TB
-	msg string
-}
-
-func (f *fakeT) Helper() {}
-func (f *fakeT) Fatalf(format string, args ...any) {
-	f.msg = fmt.Sprintf(format, args...)
-}
 
 // parkedForLeakcheck blocks until stop closes: a goroutine a component
 // forgot, named so that its stack shows it.
 func parkedForLeakcheck(stop chan struct{}) { <-stop }
 
-func TestCheckNamesAGoroutineLeftRunning(t *testing.T) {
+// park starts a parkedForLeakcheck, ended when the test ends.
+func park(t *testing.T) (stop func()) {
+	ch := make(chan struct{})
+	go parkedForLeakcheck(ch)
+	stop = sync.OnceFunc(func() { close(ch) })
+	t.Cleanup(stop)
+	return stop
+}
+
+func TestLeftNamesAGoroutineStillRunning(t *testing.T) {
 	s := Take()
-	stop := make(chan struct{})
-	go parkedForLeakcheck(stop)
-	ft := &fakeT{}
-	s.Check(ft, 50*time.Millisecond)
-	if !strings.Contains(ft.msg, "parkedForLeakcheck") {
-		t.Fatalf("Check with a goroutine left running: %q, want a failure with its stack", ft.msg)
+	stop := park(t)
+	if left := s.Left(50 * time.Millisecond); len(left) != 1 || !strings.Contains(left[0], "parkedForLeakcheck") {
+		t.Fatalf("Left with a goroutine still running: %q, want its stack", left)
 	}
-	close(stop)
-	ft = &fakeT{}
-	s.Check(ft, 5*time.Second)
-	if ft.msg != "" {
-		t.Fatalf("Check once it ended: %s", ft.msg)
+	stop()
+	if left := s.Left(5 * time.Second); len(left) != 0 {
+		t.Fatalf("Left once it ended: %q", left)
 	}
 }
 
-func TestCheckIgnoresGoroutinesOfTheSnapshot(t *testing.T) {
-	stop := make(chan struct{})
-	defer close(stop)
-	go parkedForLeakcheck(stop)
+func TestLeftLeavesOutTheSnapshotsAndTheIgnored(t *testing.T) {
+	park(t)
 	s := Take()
-	ft := &fakeT{}
-	s.Check(ft, 10*time.Millisecond)
-	if ft.msg != "" {
-		t.Fatalf("Check of a goroutine running before the snapshot: %s", ft.msg)
+	if left := s.Left(10 * time.Millisecond); len(left) != 0 {
+		t.Fatalf("Left of a goroutine running before the snapshot: %q", left)
+	}
+	park(t)
+	if left := s.Left(10*time.Millisecond, "parkedForLeakcheck"); len(left) != 0 {
+		t.Fatalf("Left of a goroutine it was told to leave out: %q", left)
 	}
 }
 
-// A goroutine that ends a little after Check begins is waited for.
-func TestCheckWaitsForAGoroutineThatIsEnding(t *testing.T) {
+// A goroutine that ends a little after Left begins is waited for.
+func TestLeftWaitsForAGoroutineThatIsEnding(t *testing.T) {
 	s := Take()
-	stop := make(chan struct{})
-	go parkedForLeakcheck(stop)
-	time.AfterFunc(20*time.Millisecond, func() { close(stop) })
-	ft := &fakeT{}
-	s.Check(ft, 10*time.Second)
-	if ft.msg != "" {
-		t.Fatalf("Check of a goroutine that ended within the timeout: %s", ft.msg)
-	}
-}
-
-func TestCheckLeavesOutWhatItIsTold(t *testing.T) {
-	s := Take()
-	stop := make(chan struct{})
-	defer close(stop)
-	go parkedForLeakcheck(stop)
-	ft := &fakeT{}
-	s.Check(ft, 10*time.Millisecond, "parkedForLeakcheck")
-	if ft.msg != "" {
-		t.Fatalf("Check of a goroutine it was told to leave out: %s", ft.msg)
+	stop := park(t)
+	time.AfterFunc(20*time.Millisecond, stop)
+	if left := s.Left(10 * time.Second); len(left) != 0 {
+		t.Fatalf("Left of a goroutine that ended within the timeout: %q", left)
 	}
 }

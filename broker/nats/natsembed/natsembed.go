@@ -114,15 +114,11 @@ var (
 // its process dies). Processes that share a broker need a NATS server of
 // their own (nats.Open) or RabbitMQ.
 func Open(ctx context.Context, cfg Config) (*Broker, error) {
-	cfg, err := cfg.withDefaults()
-	if err != nil {
-		return nil, err
-	}
 	srv, err := start(cfg)
 	if err != nil {
 		return nil, err
 	}
-	bc := cfg.Broker
+	bc := srv.cfg.Broker
 	bc.URL = srv.url()
 	b, err := nats.Open(ctx, bc)
 	if err != nil {
@@ -162,7 +158,12 @@ type embedded struct {
 	stopped     bool
 }
 
+// start starts the server of cfg, its defaults filled in, on cfg.Dir.
 func start(cfg Config) (*embedded, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
 	lock, err := lockDir(cfg.Dir)
 	if err != nil {
 		return nil, err
