@@ -2,14 +2,11 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
-	"net/netip"
 	"net/url"
 	"os"
 	"os/signal"
@@ -20,19 +17,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/weirhq/weir/admin"
-	"github.com/weirhq/weir/broker"
-	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/ingest"
 	"github.com/weirhq/weir/ingest/api"
 	"github.com/weirhq/weir/ingest/pipeline"
 	"github.com/weirhq/weir/internal/redact"
-	"github.com/weirhq/weir/metrics"
-	"github.com/weirhq/weir/outbox"
-	"github.com/weirhq/weir/ui"
 )
 
 // newLogger logs to w at level, as text.
@@ -46,7 +34,7 @@ func setupRun(fs *flag.FlagSet) runFunc {
 	f.declare(fs)
 	listen := fs.String("listen", "127.0.0.1:8080", "`address` of the HTTP API, health checks and /metrics")
 	brokerSpec := fs.String("broker", "", "publish an event per saved or failed document through the outbox to this `broker`: embedded (NATS in <data>/nats), nats://… or amqp://…; empty: no events")
-	topic := fs.String("events-topic", "weir.documents", "the broker `topic` of the events")
+	topic := fs.String("events-topic", ingest.DefaultEventsTopic, "the broker `topic` of the events")
 	otlp := fs.String("otlp-endpoint", "", "send OpenTelemetry spans (a job attempt, a relay publish) over OTLP/HTTP to this `URL` (http://host:4318); empty: none")
 	adminToken := fs.String("admin-token", "", "bearer `token` the admin API (/api/admin/) requires, and which opens the read API too; required when -listen is not a loopback address (prefer WEIR_ADMIN_TOKEN: a flag shows in ps)")
 	readToken := fs.String("read-token", "", "bearer `token` that opens the read API (search, documents, status, /metrics) but not the admin API; without any token the read API answers only a loopback Host (prefer WEIR_READ_TOKEN)")
@@ -57,15 +45,15 @@ func setupRun(fs *flag.FlagSet) runFunc {
 		if err := checkListen(*listen); err != nil {
 			return err
 		}
-		if !loopback(*listen) {
+		if !ingest.Loopback(*listen) {
 			if *adminToken == "" {
 				return flagError("listen", "%s is not a loopback address, and the admin API would be open to the network: set -admin-token (or WEIR_ADMIN_TOKEN), or listen on 127.0.0.1 or localhost", *listen)
 			}
-			if err := checkToken(*adminToken); err != nil {
+			if err := ingest.CheckToken(*adminToken); err != nil {
 				return usageError{fmt.Sprintf("-listen %s is not a loopback address: -admin-token (or WEIR_ADMIN_TOKEN) %v", *listen, err)}
 			}
 			if *readToken != "" {
-				if err := checkToken(*readToken); err != nil {
+				if err := ingest.CheckToken(*readToken); err != nil {
 					return usageError{fmt.Sprintf("-listen %s is not a loopback address: -read-token (or WEIR_READ_TOKEN) %v", *listen, err)}
 				}
 			}
@@ -81,137 +69,42 @@ func setupRun(fs *flag.FlagSet) runFunc {
 		if err := f.check(); err != nil {
 			return err
 		}
+		if *otlp != "" && !ingest.HTTPURL(*otlp) {
+			return flagError("otlp-endpoint", "%q: want an http:// or https:// URL with a host", redact.URL(*otlp))
+		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		logger := newLogger(s.stderr, slog.LevelInfo)
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		f.sweepEvery = pipeline.DefaultSweepEvery
-		if *otlp != "" {
-			tp, err := newTracerProvider(ctx, *otlp)
-			if err != nil {
-				return err
-			}
-			defer func() {
-				sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				if err := tp.Shutdown(sctx); err != nil {
-					logger.Warn("flush the last spans", "err", err)
-				}
-			}()
-			f.tracer = tp
-		}
-		var relay *outbox.Relay
-		if *brokerSpec != "" {
-			f.eventsTopic = *topic
-		}
-		svc, err := f.open(ctx, openCreate, logger, reg)
-		if err != nil {
-			return err
-		}
-		defer svc.close()
-		svc.probe = newWriteProbe(f.store.data, svc.DB(), clock.Real)
-		if err := reg.Register(metrics.NewBreakerCollector(svc.breakers...)); err != nil {
-			return fmt.Errorf("register the breaker metrics: %w", err)
-		}
+		cfg := f.config(logger)
+		cfg.Listen, cfg.AdminToken, cfg.ReadToken = *listen, *adminToken, *readToken
+		cfg.TokenHint, cfg.OTLPEndpoint = "WEIR_READ_TOKEN or WEIR_ADMIN_TOKEN", *otlp
 		if *brokerSpec != "" {
 			b, err := openBroker(ctx, *brokerSpec, f.store.data, logger)
 			if err != nil {
 				return err
 			}
 			defer b.Close()
-			// A broker that is down at start is not an error: events wait
-			// in the outbox, and the relay declares the topic and delivers
-			// them once the broker is back.
-			if err := b.Declare(ctx, *topic); err != nil && !errors.Is(err, broker.ErrNotConnected) {
-				return fmt.Errorf("-broker: declare %s: %w", *topic, err)
-			}
-			if relay, err = outbox.New(outbox.Config{Store: svc.DB().Store, Broker: b, ID: svc.ID(), Topics: []string{*topic}, Logger: logger, TracerProvider: f.tracer}); err != nil {
-				return err
-			}
+			cfg.Broker, cfg.Pipeline.EventsTopic = b, *topic
 		}
-		ln, err := net.Listen("tcp", *listen)
-		if err != nil {
-			return fmt.Errorf("-listen: %w", err)
-		}
-		h, err := runHandler(svc, *adminToken, *readToken, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), logger)
+		svc, err := f.open(ctx, openCreate, cfg)
 		if err != nil {
 			return err
 		}
-		// No WriteTimeout: the export of the dead letters streams.
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+		defer svc.close()
 		if err := svc.Start(ctx); err != nil {
 			return err
 		}
-		served := make(chan error, 1)
-		go func() { served <- srv.Serve(ln) }()
-		relayDone := make(chan error, 1)
-		if relay != nil {
-			go func() { relayDone <- relay.Run(ctx) }()
-		} else {
-			relayDone <- nil
-		}
 		fmt.Fprintf(s.stdout, "weir run: watching %s; API on http://%s (search: /api/search?q=…)\n",
-			printable(filepath.Join(f.store.data, pipeline.IncomingDir)), ln.Addr())
-		var serveErr error
-		select {
-		case <-ctx.Done():
-		case serveErr = <-served:
-		}
-		logger.Info("stopping")
+			printable(filepath.Join(f.store.data, pipeline.IncomingDir)), svc.Addr())
+		serveErr := svc.Wait(ctx)
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		_ = srv.Shutdown(sctx)
 		if err := svc.Stop(sctx); err != nil {
 			return err
 		}
-		stop() // the relay stops with the signal's context
-		if err := <-relayDone; err != nil && !errors.Is(err, context.Canceled) {
-			logger.Error("the outbox relay", "err", err)
-		}
-		if errors.Is(serveErr, http.ErrServerClosed) {
-			serveErr = nil
-		}
 		return serveErr
 	}
-}
-
-// runHandler is weir run's HTTP handler: the service's API, with the
-// admin API under /api/admin/, behind adminToken when it is set, and the
-// web console under /ui/ ("/" redirects there).
-//
-// Every path but /healthz and /readyz is guarded against other sites
-// (admin.Protect): the read API (search, documents, status, /metrics)
-// takes the admin token or the read token when either is set, and answers
-// only a loopback Host when neither is; the console's files, which hold
-// no data, are public once a token is set (the console asks for it), and
-// answer only a loopback Host otherwise. /healthz and /readyz answer any
-// Host, for load balancers: they tell whether the service is up and ready,
-// nothing else.
-func runHandler(svc *service, adminToken, readToken string, metrics http.Handler, logger *slog.Logger) (http.Handler, error) {
-	adm, err := admin.New(admin.Config{Store: svc.DB().Store.Executor(), Token: adminToken, Breakers: svc.breakers,
-		Reindex: svc, Logger: logger})
-	if err != nil {
-		return nil, err
-	}
-	apiHandler, err := api.New(api.Config{Service: svc, Metrics: metrics, Admin: adm, Logger: logger,
-		Tokens: []string{adminToken, readToken}, TokenHint: "WEIR_READ_TOKEN or WEIR_ADMIN_TOKEN"})
-	if err != nil {
-		return nil, err
-	}
-	var console, redirect http.Handler
-	if console, err = ui.New(); err != nil {
-		return nil, err
-	}
-	redirect = ui.Redirect()
-	if adminToken == "" && readToken == "" {
-		console, redirect = admin.Protect(console, ""), admin.Protect(redirect, "")
-	}
-	mux := http.NewServeMux()
-	mux.Handle(ui.Prefix, console)
-	mux.Handle("GET /{$}", redirect)
-	mux.Handle("/", apiHandler)
-	return mux, nil
 }
 
 // checkListen returns a usage error unless addr is host:port with a port
@@ -241,40 +134,6 @@ func checkBroker(spec string) error {
 	return nil
 }
 
-// minTokenLen is the shortest admin token weir run takes off loopback, in
-// bytes.
-const minTokenLen = 16
-
-// checkToken returns an error naming the rule an admin token served to
-// the network breaks: at least minTokenLen bytes, no leading or trailing
-// space (which the bearer check would trim, so that the token sent could
-// never match).
-func checkToken(token string) error {
-	switch {
-	case strings.TrimSpace(token) != token:
-		return errors.New("must not begin or end with whitespace")
-	case len(token) < minTokenLen:
-		return fmt.Errorf("is %d bytes: it must be at least %d bytes long", len(token), minTokenLen)
-	}
-	return nil
-}
-
-// loopback reports whether the -listen address addr binds to a loopback
-// interface only: a loopback IP, or the name localhost. An empty host
-// (":8080") binds to every interface; any other name is not trusted to
-// resolve to loopback.
-func loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
-}
-
 // setupIngest declares "weir ingest".
 func setupIngest(fs *flag.FlagSet) runFunc {
 	var f serviceFlags
@@ -294,12 +153,13 @@ func setupIngest(fs *flag.FlagSet) runFunc {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		f.sweepEvery, f.reindexAt = 500*time.Millisecond, pipeline.NoSchedule
-		svc, err := f.open(ctx, openCreate, newLogger(s.stderr, slog.LevelWarn+1), nil)
+		svc, err := f.open(ctx, openCreate, f.config(newLogger(s.stderr, slog.LevelWarn+1)))
 		if err != nil {
 			return err
 		}
 		defer svc.close()
-		files, skipped, err := svc.Ingest(ctx, *source, args)
+		pipe := svc.Pipeline()
+		files, skipped, err := pipe.Ingest(ctx, *source, args)
 		if err != nil {
 			return err
 		}
@@ -328,7 +188,7 @@ func setupIngest(fs *flag.FlagSet) runFunc {
 			asked    time.Time
 		)
 		for {
-			p, err := svc.FileProgress(ctx, ids)
+			p, err := pipe.FileProgress(ctx, ids)
 			if err != nil {
 				return err
 			}
@@ -340,7 +200,7 @@ func setupIngest(fs *flag.FlagSet) runFunc {
 				// the jobs (a process killed with them, whose lease has
 				// to end first).
 				asked = now
-				if w, err := heldJobs(ctx, svc.DB().Store.Executor(), svc.Client().ID(), now); err == nil {
+				if w, err := heldJobs(ctx, svc.DB().Store.Executor(), pipe.Client().ID(), now); err == nil {
 					waiting = w
 				}
 			}
@@ -385,13 +245,13 @@ func setupSearch(fs *flag.FlagSet) runFunc {
 			return flagError("limit", "%d: want 1 to %d", *limit, api.MaxSearchLimit)
 		}
 		ctx := context.Background()
-		svc, err := f.open(ctx, openReadOnly, newLogger(s.stderr, slog.LevelError), nil)
+		svc, err := f.open(ctx, openReadOnly, f.config(newLogger(s.stderr, slog.LevelError)))
 		if err != nil {
 			return err
 		}
 		defer svc.close()
 		q := strings.Join(args, " ")
-		hits, err := svc.Search(ctx, q, *limit)
+		hits, err := svc.Pipeline().Search(ctx, q, *limit)
 		if err != nil {
 			return err
 		}
@@ -425,12 +285,12 @@ func setupStatus(fs *flag.FlagSet) runFunc {
 			return flagError("stuck-after", "%v: want a positive duration such as 10m", *stuck)
 		}
 		ctx := context.Background()
-		svc, err := f.open(ctx, openReadOnly, newLogger(s.stderr, slog.LevelError), nil)
+		svc, err := f.open(ctx, openReadOnly, f.config(newLogger(s.stderr, slog.LevelError)))
 		if err != nil {
 			return err
 		}
 		defer svc.close()
-		st, err := svc.Status(ctx, *stuck)
+		st, err := svc.Pipeline().Status(ctx, *stuck)
 		if err != nil {
 			return err
 		}
@@ -494,13 +354,13 @@ func setupReindex(fs *flag.FlagSet) runFunc {
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		svc, err := f.open(ctx, openExisting, newLogger(s.stderr, slog.LevelError), nil)
+		svc, err := f.open(ctx, openExisting, f.config(newLogger(s.stderr, slog.LevelError)))
 		if err != nil {
 			return err
 		}
 		defer svc.close()
 		bar := newProgressBar(s.stderr)
-		run, err := svc.Reindex(ctx, pipeline.TriggerCLI, func(r pipeline.ReindexRun) {
+		run, err := svc.Pipeline().Reindex(ctx, pipeline.TriggerCLI, func(r pipeline.ReindexRun) {
 			bar.show(r.Checked, r.Total, fmt.Sprintf("documents checked; %d missing, %d stale, %d repaired", r.Missing, r.Stale, r.Repaired))
 		})
 		bar.done()

@@ -2,42 +2,26 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
-
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/broker/nats"
 	"github.com/weirhq/weir/broker/nats/natsembed"
 	"github.com/weirhq/weir/broker/rabbitmq"
+	"github.com/weirhq/weir/ingest"
 	"github.com/weirhq/weir/ingest/extract"
 	"github.com/weirhq/weir/ingest/pipeline"
-	"github.com/weirhq/weir/ingest/search"
-	"github.com/weirhq/weir/ingest/search/fts"
 	"github.com/weirhq/weir/internal/redact"
-	"github.com/weirhq/weir/metrics"
-	"github.com/weirhq/weir/resilience/breaker"
 	"github.com/weirhq/weir/schedule"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/store/appdb"
 )
-
-// indexFile is the search index's file in the data directory.
-const indexFile = "index/search.db"
 
 // serviceFlags are the flags of the commands that run or query the
 // ingestion service: the store flags, and the pipeline's settings.
@@ -56,9 +40,7 @@ type serviceFlags struct {
 	maxFileSize byteSize
 	// timeouts bound one attempt of each stage: parse, extract, save,
 	// index.
-	timeouts    [4]time.Duration
-	eventsTopic string               // set by weir run with a broker
-	tracer      trace.TracerProvider // set by weir run with -otlp-endpoint
+	timeouts [4]time.Duration
 }
 
 // declare adds the flags to fs.
@@ -162,15 +144,20 @@ func checkServiceTables(ctx context.Context, db *appdb.DB, where string) error {
 	return nil
 }
 
-// service is an opened service and what closes it.
+// service is an opened ingestion service, and what closes it.
 type service struct {
-	*pipeline.Service
-	// breakers are the service's circuit breakers, for the admin API:
-	// the LLM extractor's, with -llm-url.
-	breakers []*breaker.Breaker
-	close    func()
-	// probe, when set, makes Ready check that writes succeed (weir run).
-	probe *writeProbe
+	*ingest.Service
+	// db is the store the command opened and checked for the service,
+	// closed after it; nil when the service opened its own.
+	db *appdb.DB
+}
+
+// close stops the service, if it runs, and closes it and its store.
+func (s *service) close() {
+	_ = s.Stop(context.Background())
+	if s.db != nil {
+		s.db.Close()
+	}
 }
 
 // check returns a usage error naming the first flag whose value is out of
@@ -200,11 +187,8 @@ func (f *serviceFlags) check() error {
 			return flagError("reindex-schedule", "%q: %v (or %q)", f.reindexAt, err, pipeline.NoSchedule)
 		}
 	}
-	if f.llmURL != "" {
-		u, err := url.Parse(f.llmURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return flagError("llm-url", "%q: want an http:// or https:// URL with a host (…/v1)", redact.URL(f.llmURL))
-		}
+	if f.llmURL != "" && !ingest.HTTPURL(f.llmURL) {
+		return flagError("llm-url", "%q: want an http:// or https:// URL with a host (…/v1)", redact.URL(f.llmURL))
 	}
 	if _, err := f.store.driver(); err != nil {
 		return err
@@ -212,114 +196,47 @@ func (f *serviceFlags) check() error {
 	return nil
 }
 
-// open opens the database, the index and the extractor, and makes the
-// service. mode says what it may make: see openMode. With reg, the job
-// engine's metrics are registered there.
-func (f *serviceFlags) open(ctx context.Context, mode openMode, logger *slog.Logger, reg prometheus.Registerer) (*service, error) {
-	if err := f.check(); err != nil {
-		return nil, err
-	}
-	indexPath := filepath.Join(f.store.data, indexFile)
-	db, err := f.store.appDB(ctx, mode)
-	if err != nil {
-		return nil, err
-	}
-	var cleanup []func()
-	closeAll := func() {
-		for i := len(cleanup) - 1; i >= 0; i-- {
-			cleanup[i]()
-		}
-	}
-	cleanup = append(cleanup, func() { db.Close() })
-	dataDir := f.store.data
-	var idx pipeline.Index
-	if mode == openReadOnly {
-		// pipeline.New makes the data directory's folders, which a command
-		// that only reads must not: it gets a scratch directory, which
-		// the queries never read.
-		if dataDir, err = os.MkdirTemp("", "weir-read-"); err != nil {
-			closeAll()
-			return nil, err
-		}
-		cleanup = append(cleanup, func() { os.RemoveAll(dataDir) })
-		if _, err := os.Stat(indexPath); errors.Is(err, fs.ErrNotExist) {
-			idx = noIndex{path: indexPath}
-		}
-	}
-	if idx == nil {
-		if err := os.MkdirAll(filepath.Dir(indexPath), 0o755); err != nil {
-			closeAll()
-			return nil, err
-		}
-		fidx, err := fts.Open(ctx, fts.Config{Path: indexPath, Logger: logger})
-		if err != nil {
-			closeAll()
-			return nil, fmt.Errorf("open the search index: %w", err)
-		}
-		cleanup = append(cleanup, func() { fidx.Close() })
-		idx = fidx
-	}
-	var ex pipeline.Extractor = extract.NewLocal()
-	name := "local"
-	var breakers []*breaker.Breaker
-	if f.llmURL != "" {
-		llm, err := extract.NewLLM(extract.LLMConfig{URL: f.llmURL, Model: f.llmModel, APIKey: f.llmKey, Logger: logger})
-		if err != nil {
-			closeAll()
-			return nil, usageError{fmt.Sprintf("-llm-url: %s", redact.String(err.Error(), f.llmKey))}
-		}
-		ex, name = llm, "llm"
-		breakers = append(breakers, llm.Breaker())
-	}
-	var m *metrics.Metrics
-	if reg != nil {
-		if m, err = metrics.New(reg, metrics.Options{Store: db.Store}); err != nil {
-			closeAll()
-			return nil, err
-		}
-	}
+// config maps the flags onto the service's config. The logger is the
+// service's and the LLM extractor's.
+func (f *serviceFlags) config(logger *slog.Logger) ingest.Config {
 	var stages [4]pipeline.Stage
 	for i := range stages {
 		stages[i] = pipeline.Stage{MaxAttempts: f.maxAttempts, Backoff: pipeline.DefaultBackoff, Timeout: f.timeouts[i]}
 		stages[i].Backoff.Base = f.backoff
 	}
-	svc, err := pipeline.New(ctx, pipeline.Config{DB: db, DataDir: dataDir, Index: idx, Extractor: ex, ExtractorName: name,
-		ID: f.id, Workers: f.workers, Parse: stages[0], Extract: stages[1], Save: stages[2], IndexStage: stages[3],
-		MaxFileSize: int64(f.maxFileSize),
-		WatchEvery:  f.watchEvery, SweepEvery: f.sweepEvery, ReindexSchedule: f.reindexAt, Logger: logger, Metrics: m,
-		EventsTopic: f.eventsTopic, TracerProvider: f.tracer})
-	if err != nil {
-		closeAll()
+	return ingest.Config{DataDir: f.store.data, StoreURL: f.store.url, Schema: f.store.schema, Logger: logger,
+		LLM: extract.LLMConfig{URL: f.llmURL, Model: f.llmModel, APIKey: f.llmKey},
+		Pipeline: pipeline.Config{ID: f.id, Workers: f.workers,
+			Parse: stages[0], Extract: stages[1], Save: stages[2], IndexStage: stages[3],
+			MaxFileSize: int64(f.maxFileSize), WatchEvery: f.watchEvery, SweepEvery: f.sweepEvery, ReindexSchedule: f.reindexAt}}
+}
+
+// open checks the flags and opens the service cfg, mapped from them,
+// configures: mode says what it may make (see openMode). With openCreate
+// the service opens its store itself; otherwise the store must exist, at
+// this weir's version, and for openReadOnly hold the service's tables.
+func (f *serviceFlags) open(ctx context.Context, mode openMode, cfg ingest.Config) (*service, error) {
+	if err := f.check(); err != nil {
 		return nil, err
 	}
-	// Stop gives back the worker id's slot of a service never started, and
-	// does nothing to one stopped already.
-	cleanup = append(cleanup, func() { _ = svc.Stop(context.WithoutCancel(ctx)) })
-	return &service{Service: svc, breakers: breakers, close: closeAll}, nil
-}
-
-// noIndex stands for a search index that was never made (a data
-// directory weir migrate made, that no weir run has used): it holds
-// nothing, and a search in it says so. A command that only reads does not
-// make the file.
-type noIndex struct{ path string }
-
-var _ pipeline.Index = noIndex{}
-
-func (n noIndex) err() error {
-	return fmt.Errorf("no search index at %s: weir run, weir ingest or weir reindex makes it", n.path)
-}
-
-func (n noIndex) Put(context.Context, ...search.Doc) error        { return n.err() }
-func (n noIndex) Delete(context.Context, ...string) (int, error)  { return 0, n.err() }
-func (n noIndex) Get(context.Context, string) (search.Doc, error) { return search.Doc{}, n.err() }
-func (n noIndex) Count(context.Context) (int, error)              { return 0, nil }
-func (n noIndex) Close() error                                    { return nil }
-func (n noIndex) Search(context.Context, string, int) ([]search.Hit, error) {
-	return nil, n.err()
-}
-func (n noIndex) Entries(context.Context, string, int) ([]search.Entry, error) {
-	return nil, nil
+	svc := &service{}
+	if mode != openCreate {
+		db, err := f.store.appDB(ctx, mode)
+		if err != nil {
+			return nil, err
+		}
+		svc.db = db
+		cfg.DB, cfg.StoreURL, cfg.Schema, cfg.ReadOnly = db, "", "", mode == openReadOnly
+	}
+	s, err := ingest.New(ctx, cfg)
+	if err != nil {
+		if svc.db != nil {
+			svc.db.Close()
+		}
+		return nil, err
+	}
+	svc.Service = s
+	return svc, nil
 }
 
 // openBroker opens the broker -broker names: "embedded" for a NATS
@@ -347,21 +264,4 @@ func (f storeFlags) serviceTables(ctx context.Context) error {
 	}
 	defer db.Close()
 	return pipeline.Migrate(ctx, db)
-}
-
-// newTracerProvider exports spans over OTLP/HTTP to endpoint (a URL such
-// as http://127.0.0.1:4318; the path /v1/traces is added), in batches,
-// as the service "weir".
-func newTracerProvider(ctx context.Context, endpoint string) (*sdktrace.TracerProvider, error) {
-	u, err := url.Parse(endpoint)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, flagError("otlp-endpoint", "%q: want an http:// or https:// URL with a host", redact.URL(endpoint))
-	}
-	opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(strings.TrimRight(endpoint, "/") + "/v1/traces")}
-	exp, err := otlptracehttp.New(ctx, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("-otlp-endpoint %s: %s", redact.URL(endpoint), redact.String(err.Error()))
-	}
-	res := resource.NewSchemaless(attribute.String("service.name", "weir"))
-	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)), nil
 }

@@ -1,10 +1,8 @@
-package cli
+package ingest
 
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -22,7 +20,7 @@ import (
 // should send its traffic elsewhere.
 func TestReadyzReflectsWrites(t *testing.T) {
 	t.Parallel()
-	svc := openTestService(t)
+	svc := newTestService(t)
 	clk := clock.NewFake(time.Date(2026, 1, 21, 15, 0, 0, 0, time.UTC))
 	probes := 0
 	var fail error = syscall.ENOSPC
@@ -33,7 +31,7 @@ func TestReadyzReflectsWrites(t *testing.T) {
 		}
 		return nil
 	}}
-	h, err := runHandler(svc, "", "", nil, newLogger(io.Discard, slog.LevelError))
+	h, err := newHandler(svc, "", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,8 +76,8 @@ func TestWriteProbe(t *testing.T) {
 	if err == nil || !errors.Is(err, os.ErrNotExist) || strings.Contains(err.Error(), gone) || !strings.Contains(err.Error(), "does not accept writes") {
 		t.Fatalf("a missing directory: %v; want an error naming the cause without the path", err)
 	}
-	// weir run's probe on its own data directory, removed under it.
-	svc := openTestService(t)
+	// The service's probe on its own data directory, removed under it.
+	svc := newTestService(t)
 	data := t.TempDir()
 	p := newWriteProbe(filepath.Join(data, "sub"), svc.DB(), clock.Real)
 	if err := p.check(context.Background()); err == nil {

@@ -1,4 +1,4 @@
-package cli
+package ingest
 
 import (
 	"context"
@@ -21,7 +21,7 @@ const (
 	probeSize    = 4096            // bytes written: one block
 )
 
-// writeProbe tells whether weir run can write: a database and an index
+// writeProbe tells whether the service can write: a database and an index
 // that answer can still refuse every write (a full disk). It writes a
 // block to a file in the data directory, syncs it and removes it, and on
 // PostgreSQL commits a transaction that takes a transaction id (a write
@@ -37,8 +37,9 @@ type writeProbe struct {
 	err error     // its answer
 }
 
+// newWriteProbe probes dir and db on clk (default the real clock).
 func newWriteProbe(dir string, db *appdb.DB, clk clock.Clock) *writeProbe {
-	return &writeProbe{clock: clk, probe: func(ctx context.Context) error {
+	return &writeProbe{clock: clock.Or(clk), probe: func(ctx context.Context) error {
 		if err := probeDir(ctx, dir); err != nil {
 			return err
 		}
@@ -103,17 +104,4 @@ func probeDir(ctx context.Context, dir string) error {
 		err = pe.Err
 	}
 	return fmt.Errorf("the data directory does not accept writes: %w", err)
-}
-
-// Ready reports whether the service can work: its database and index
-// answer (pipeline's check), and, once weir run has set its probe, the
-// data directory and the database accept writes.
-func (s *service) Ready(ctx context.Context) error {
-	if err := s.Service.Ready(ctx); err != nil {
-		return err
-	}
-	if s.probe != nil {
-		return s.probe.check(ctx)
-	}
-	return nil
 }
