@@ -125,6 +125,30 @@ FROM pg_stat_activity WHERE application_name = ANY($1)`, o.apps)
 	}
 }
 
+// counters are cumulative statistics of the job table: scans of its claim
+// index and the entries they read, the buffer accesses (hits and reads)
+// of the table and of its indexes, and its row updates, all and HOT.
+type counters struct {
+	claimScans, claimEntries int64
+	heapBlocks, indexBlocks  int64
+	updates, hotUpdates      int64
+}
+
+func (o *observer) counters(ctx context.Context) (c counters) {
+	err := o.admin.QueryRow(ctx, `SELECT
+	coalesce((SELECT idx_scan FROM pg_stat_user_indexes WHERE schemaname = $1 AND indexrelname = $3), 0),
+	coalesce((SELECT idx_tup_read FROM pg_stat_user_indexes WHERE schemaname = $1 AND indexrelname = $3), 0),
+	coalesce((SELECT coalesce(heap_blks_hit, 0) + coalesce(heap_blks_read, 0) FROM pg_statio_user_tables WHERE schemaname = $1 AND relname = $2), 0),
+	coalesce((SELECT coalesce(idx_blks_hit, 0) + coalesce(idx_blks_read, 0) FROM pg_statio_user_tables WHERE schemaname = $1 AND relname = $2), 0),
+	coalesce((SELECT n_tup_upd FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = $2), 0),
+	coalesce((SELECT n_tup_hot_upd FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = $2), 0)`,
+		o.t.schema, o.t.table, o.t.claimIndex).Scan(&c.claimScans, &c.claimEntries, &c.heapBlocks, &c.indexBlocks, &c.updates, &c.hotUpdates)
+	if err != nil {
+		o.errs++
+	}
+	return c
+}
+
 // takeWaits returns the wait-event counts since the last take.
 func (o *observer) takeWaits() map[string]int {
 	w := o.waits

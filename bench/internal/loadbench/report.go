@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -51,9 +52,17 @@ func (rep *Report) Print(out io.Writer) {
 		_ = tw.Flush()
 		for _, w := range c.Workers {
 			for _, sys := range c.Systems {
-				if pr := rep.phase(sys, w, ph.Kind); pr != nil && pr.Fault != "" {
-					fmt.Fprintf(out, "  %s workers=%d: %s\n", sys, w, pr.Fault)
+				pr := rep.phase(sys, w, ph.Kind)
+				if pr == nil {
+					continue
 				}
+				fmt.Fprintf(out, "  %s workers=%d: %d claims (%.1f jobs each), %.1f claim-index entries read per scan, %.1f heap and %.1f index buffer accesses and %.1f row updates (%.0f%% HOT) per job",
+					sys, w, pr.ClaimScans, float64(pr.Completed)/math.Max(1, float64(pr.ClaimScans)), pr.EntriesPerScan,
+					pr.HeapBlocksPerJob, pr.IndexBlocksPerJob, pr.UpdatesPerJob, pr.HOTPercent)
+				if pr.Fault != "" {
+					fmt.Fprintf(out, "; %s", pr.Fault)
+				}
+				fmt.Fprintln(out)
 			}
 		}
 	}

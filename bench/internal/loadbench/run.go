@@ -56,6 +56,20 @@ type PhaseResult struct {
 	// and workers').
 	WorkerCPUPer1k float64 `json:"worker_cpu_s_per_1k"`
 	DBCPUPer1k     float64 `json:"db_cpu_s_per_1k"`
+	// ClaimScans counts the scans of the claim (fetch) index during the
+	// phase and EntriesPerScan the index entries each read on average
+	// (pg_stat_user_indexes: dead entries count, live ones beyond the
+	// limit do not); HeapBlocksPerJob and IndexBlocksPerJob are the job
+	// table's buffer accesses per completed job (pg_statio_user_tables).
+	ClaimScans        int64   `json:"claim_scans"`
+	EntriesPerScan    float64 `json:"claim_index_entries_per_scan"`
+	HeapBlocksPerJob  float64 `json:"heap_blocks_per_job"`
+	IndexBlocksPerJob float64 `json:"index_blocks_per_job"`
+	// UpdatesPerJob counts the job table's row updates per completed job,
+	// HOTPercent the share of them that were heap-only (no index entry
+	// written).
+	UpdatesPerJob float64 `json:"updates_per_job"`
+	HOTPercent    float64 `json:"hot_update_percent"`
 	// RecoverySeconds is the time from the fault's end to the first
 	// sample back at the baseline (see recoveryTime); -1 when not
 	// measured. Recovered is false when no sample of the window was.
@@ -276,11 +290,13 @@ func runPhase(ctx context.Context, cfg Config, ph Phase, env faultEnv, obs *obse
 	obs.mark()
 	col.takePhase()
 	cpuW0, cpuDB0 := col.cpu(), obs.backendCPU
+	cnt0 := obs.counters(ctx)
 	done0, _ := col.takeWindow()
 	ins0, fail0 := prod.inserted.Load(), prod.failed.Load()
 	start := time.Now()
 	pr.Samples = sampleFor(ctx, obs, start, ph.Duration, cfg.Verbose, logw, string(ph.Kind))
 	obs.readBackends(ctx)
+	cnt1 := obs.counters(ctx)
 	done1, _ := col.takeWindow()
 	obs.lastDone = done1 // the window histogram's rest is dropped with the phase's edge
 	pr.Seconds = time.Since(start).Seconds()
@@ -302,6 +318,18 @@ func runPhase(ctx context.Context, cfg Config, ph Phase, env faultEnv, obs *obse
 		pr.DBCPUPer1k = (obs.backendCPU - cpuDB0).Seconds() / float64(pr.Completed) * 1000
 	}
 	pr.Waits = obs.takeWaits()
+	pr.ClaimScans = cnt1.claimScans - cnt0.claimScans
+	if pr.ClaimScans > 0 {
+		pr.EntriesPerScan = float64(cnt1.claimEntries-cnt0.claimEntries) / float64(pr.ClaimScans)
+	}
+	if pr.Completed > 0 {
+		pr.HeapBlocksPerJob = float64(cnt1.heapBlocks-cnt0.heapBlocks) / float64(pr.Completed)
+		pr.IndexBlocksPerJob = float64(cnt1.indexBlocks-cnt0.indexBlocks) / float64(pr.Completed)
+		pr.UpdatesPerJob = float64(cnt1.updates-cnt0.updates) / float64(pr.Completed)
+	}
+	if upd := cnt1.updates - cnt0.updates; upd > 0 {
+		pr.HOTPercent = 100 * float64(cnt1.hotUpdates-cnt0.hotUpdates) / float64(upd)
+	}
 	summarize(&pr)
 	fmt.Fprintf(logw, "# %s workers=%d %s: %.0f jobs/s, pickup p50 %.1f p99 %.1f ms, depth %.0f, dead %d, %s (load %s)\n",
 		env.t.system, env.worker.spec.Workers, ph.Kind, pr.Rate, pr.P50.Median, pr.P99.Median, pr.Depth.Median, pr.DeadEnd, pr.Fault, loadAverage())

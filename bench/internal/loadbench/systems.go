@@ -24,8 +24,9 @@ type target struct {
 	system System
 	schema string
 	// table is the job table's name in its schema; qualified the
-	// schema-qualified, quoted name.
-	table, qualified string
+	// schema-qualified, quoted name; claimIndex the index that the
+	// system's claim (fetch) query reads.
+	table, qualified, claimIndex string
 	// depthSQL counts the jobs waiting to run; pendingSQL those not
 	// finished; verifySQL returns each job's sequence number, state and
 	// attempt.
@@ -81,7 +82,7 @@ func (t *target) openWeir(ctx context.Context, cfg Config) error {
 		st.Close()
 		return err
 	}
-	t.table = "weir_jobs"
+	t.table, t.claimIndex = "weir_jobs", "weir_jobs_claim"
 	t.qualified = quoteIdent(t.schema) + ".weir_jobs"
 	t.depthSQL = `SELECT count(*) FROM ` + t.qualified + ` WHERE state = 'available'`
 	t.pendingSQL = `SELECT count(*) FROM ` + t.qualified + ` WHERE state IN ('available', 'scheduled', 'running')`
@@ -127,7 +128,7 @@ func (t *target) openRiver(ctx context.Context, cfg Config, admin *pgxpool.Pool)
 		pool.Close()
 		return fmt.Errorf("river: insert client: %w", err)
 	}
-	t.table = "river_job"
+	t.table, t.claimIndex = "river_job", "river_job_prioritized_fetching_index"
 	t.qualified = quoteIdent(t.schema) + ".river_job"
 	t.depthSQL = `SELECT count(*) FROM ` + t.qualified + ` WHERE state = 'available'`
 	t.pendingSQL = `SELECT count(*) FROM ` + t.qualified + ` WHERE state IN ('available', 'pending', 'retryable', 'running', 'scheduled')`
