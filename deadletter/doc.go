@@ -1,11 +1,11 @@
 // Package deadletter is the operator's side of weir's dead-letter store:
-// the operations that sit above the [store.Executor] seam and that the CLI
-// and the admin API call.
+// the operations that sit above the store's [store.DeadLetters] role and
+// that the CLI and the admin API call; they take that role alone.
 //
-// The store itself lists ([store.Executor.ListDeadLetters]), shows
-// ([store.Executor.GetDeadLetter]), requeues with attempts reset
-// ([store.Executor.RequeueDeadLetters]) and purges by filter, returning the
-// count ([store.Executor.PurgeDeadLetters]). This package adds what needs
+// The store itself lists ([store.DeadLetters.ListDeadLetters]), shows
+// ([store.DeadLetters.GetDeadLetter]), requeues with attempts reset
+// ([store.DeadLetters.RequeueDeadLetters]) and purges by filter, returning
+// the count ([store.DeadLetters.PurgeDeadLetters]). This package adds what needs
 // more than one query:
 //
 //   - [Record], the stable JSON shape of one dead letter, with the field

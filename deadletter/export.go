@@ -25,7 +25,7 @@ const DefaultBatchSize = 500
 // while the export runs is written when its id is above the page being
 // read, and not otherwise. On an error, n counts the records known to have
 // been written in full; w may end in part of a line.
-func Export(ctx context.Context, ex store.Executor, f store.DeadLetterFilter, w io.Writer) (n int, err error) {
+func Export(ctx context.Context, ex store.DeadLetters, f store.DeadLetterFilter, w io.Writer) (n int, err error) {
 	if f.Limit < 0 {
 		return 0, fmt.Errorf("export dead letters: %w: limit %d is negative", store.ErrInvalid, f.Limit)
 	}
@@ -60,7 +60,7 @@ func newEncoder(w io.Writer) *json.Encoder {
 // eachPage calls fn with the dead letters that match f, lowest id first,
 // batch at a time, starting after f.AfterID and stopping after total
 // letters (0: no limit), or at fn's first error.
-func eachPage(ctx context.Context, ex store.Executor, f store.DeadLetterFilter, total, batch int, fn func([]*weirtype.DeadLetter) error) error {
+func eachPage(ctx context.Context, ex store.DeadLetters, f store.DeadLetterFilter, total, batch int, fn func([]*weirtype.DeadLetter) error) error {
 	seen := 0
 	for total == 0 || seen < total {
 		if err := ctx.Err(); err != nil {

@@ -70,7 +70,7 @@ func TestExportPagesInBatches(t *testing.T) {
 	all := idsOf(fx.bury(t0, total, burial{}))
 
 	var limits []int
-	ex := &hookedExecutor{Executor: fx.ex, list: func(f store.DeadLetterFilter) error {
+	ex := &hookedExecutor{DeadLetters: fx.ex, list: func(f store.DeadLetterFilter) error {
 		limits = append(limits, f.Limit)
 		return nil
 	}}
@@ -169,7 +169,7 @@ func TestExportErrors(t *testing.T) {
 	if _, err := deadletter.Export(ctx, fx.ex, store.DeadLetterFilter{}, &bytes.Buffer{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Export with a cancelled context: %v", err)
 	}
-	broken := &hookedExecutor{Executor: fx.ex, list: func(store.DeadLetterFilter) error { return fmt.Errorf("database is locked") }}
+	broken := &hookedExecutor{DeadLetters: fx.ex, list: func(store.DeadLetterFilter) error { return fmt.Errorf("database is locked") }}
 	if _, err := deadletter.Export(context.Background(), broken, store.DeadLetterFilter{}, &bytes.Buffer{}); err == nil {
 		t.Fatal("Export with a failing store returned nil")
 	}

@@ -209,9 +209,11 @@ func sameRecord(a, b deadletter.Record) string {
 	return ""
 }
 
-// hookedExecutor lets a test see, and fail, the dead-letter calls.
+// hookedExecutor lets a test see, and fail, the dead-letter calls. It is
+// the store's dead-letter role alone: no more than Export and Enforce
+// need.
 type hookedExecutor struct {
-	store.Executor
+	store.DeadLetters
 	list  func(store.DeadLetterFilter) error // before each ListDeadLetters; an error fails the call
 	purge func(store.DeadLetterFilter) error // likewise for PurgeDeadLetters
 }
@@ -222,7 +224,7 @@ func (h *hookedExecutor) ListDeadLetters(ctx context.Context, f store.DeadLetter
 			return nil, err
 		}
 	}
-	return h.Executor.ListDeadLetters(ctx, f)
+	return h.DeadLetters.ListDeadLetters(ctx, f)
 }
 
 func (h *hookedExecutor) PurgeDeadLetters(ctx context.Context, f store.DeadLetterFilter) (int, error) {
@@ -231,7 +233,7 @@ func (h *hookedExecutor) PurgeDeadLetters(ctx context.Context, f store.DeadLette
 			return 0, err
 		}
 	}
-	return h.Executor.PurgeDeadLetters(ctx, f)
+	return h.DeadLetters.PurgeDeadLetters(ctx, f)
 }
 
 // dirNames lists dir's entries.

@@ -120,7 +120,7 @@ func (r Retention) withDefaults() (Retention, error) {
 // bytes each), and no more than BatchSize letters at a time. Runs must not
 // overlap: two at once would archive the same letters twice (and lose
 // nothing).
-func (r Retention) Enforce(ctx context.Context, ex store.Executor) (Result, error) {
+func (r Retention) Enforce(ctx context.Context, ex store.DeadLetters) (Result, error) {
 	r, err := r.withDefaults()
 	if err != nil {
 		return Result{}, err

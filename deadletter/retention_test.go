@@ -116,7 +116,7 @@ func TestRetentionByCountKeepsTheNewest(t *testing.T) {
 	dls := slices.Concat(fx.bury(t0, 5, burial{}), fx.bury(t0.Add(time.Minute), 7, burial{}))
 	r := deadletter.Retention{ArchiveDir: t.TempDir(), Clock: clock.NewFake(t0.Add(time.Hour)), MaxCount: 4, BatchSize: 3}
 	var purges [][]int64
-	ex := &hookedExecutor{Executor: fx.ex, purge: func(f store.DeadLetterFilter) error {
+	ex := &hookedExecutor{DeadLetters: fx.ex, purge: func(f store.DeadLetterFilter) error {
 		purges = append(purges, f.IDs)
 		return nil
 	}}
@@ -271,7 +271,7 @@ func TestRetentionReadFailureLeavesNoFile(t *testing.T) {
 	dir := t.TempDir()
 	calls := 0
 	errRead := errors.New("database is locked")
-	ex := &hookedExecutor{Executor: fx.ex, list: func(store.DeadLetterFilter) error {
+	ex := &hookedExecutor{DeadLetters: fx.ex, list: func(store.DeadLetterFilter) error {
 		calls++
 		if calls == 3 { // the count, one page of the archive, then this
 			return errRead
@@ -308,7 +308,7 @@ func TestRetentionPurgeFailureLosesNothing(t *testing.T) {
 
 			errCrash := errors.New("crash")
 			purges := 0
-			ex := &hookedExecutor{Executor: fx.ex, purge: func(store.DeadLetterFilter) error {
+			ex := &hookedExecutor{DeadLetters: fx.ex, purge: func(store.DeadLetterFilter) error {
 				purges++
 				if purges == failAt {
 					return errCrash

@@ -92,7 +92,7 @@ func Handle[T any](runTx RunTx[T], h Handler[T], cfg Config) broker.Handler {
 // retention not longer than the broker's dedupe window (f, the consuming
 // broker's Features): past the window the broker no longer drops a
 // republished message, and the inbox must still know it.
-func Purge(ctx context.Context, s store.Store, now time.Time, retention time.Duration, f broker.Features) (int, error) {
+func Purge(ctx context.Context, ex store.Inbox, now time.Time, retention time.Duration, f broker.Features) (int, error) {
 	if retention < 0 {
 		return 0, errors.New("inbox: retention is negative")
 	}
@@ -105,7 +105,7 @@ func Purge(ctx context.Context, s store.Store, now time.Time, retention time.Dur
 	const batch = 1000
 	total := 0
 	for {
-		n, err := s.Executor().PurgeInbox(ctx, now.Add(-retention), batch)
+		n, err := ex.PurgeInbox(ctx, now.Add(-retention), batch)
 		total += n
 		if err != nil {
 			return total, fmt.Errorf("inbox: purge: %w", err)

@@ -50,14 +50,14 @@ type Effect struct {
 
 // Ledger runs effects through a store.
 type Ledger struct {
-	ex    store.Executor
+	ex    store.Ledger
 	clock clock.Clock
 	log   *slog.Logger
 }
 
 // New returns a Ledger that keeps its records through ex, at the times
 // clk gives (nil: the real clock), logging to logger (nil: slog.Default).
-func New(ex store.Executor, clk clock.Clock, logger *slog.Logger) *Ledger {
+func New(ex store.Ledger, clk clock.Clock, logger *slog.Logger) *Ledger {
 	if logger == nil {
 		logger = slog.Default()
 	}

@@ -18,10 +18,12 @@ import (
 	"github.com/weirhq/weir/store"
 )
 
+// openLedger returns a Ledger on the store's ledger role alone (no more
+// than ledger.New needs), and the store's whole Executor.
 func openLedger(t *testing.T, path string) (*ledger.Ledger, store.Executor) {
 	t.Helper()
 	s := teststore.SQLite(t, path)
-	return ledger.New(s.Executor(), nil, slog.New(slog.DiscardHandler)), s.Executor()
+	return ledger.New(struct{ store.Ledger }{s.Executor()}, nil, slog.New(slog.DiscardHandler)), s.Executor()
 }
 
 // counter is an effect that counts its runs.

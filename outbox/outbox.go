@@ -60,12 +60,13 @@ import (
 )
 
 // Add adds msgs to the outbox through ex, at now, and returns their ids.
-// Bind ex to the caller's transaction (sqlite.Store.Tx, postgres.Store.Tx)
-// so that the messages commit with the caller's data.
+// Bind ex to the caller's transaction (sqlite.Store.Tx, postgres.Store.Tx:
+// a store.Executor is a store.Outbox) so that the messages commit with
+// the caller's data.
 //
 // The trace context of ctx's span, if any, goes with each message in its
 // headers (traceparent), so that the consumer's span continues the trace.
-func Add(ctx context.Context, ex store.Executor, now time.Time, msgs ...store.OutboxMessage) ([]int64, error) {
+func Add(ctx context.Context, ex store.Outbox, now time.Time, msgs ...store.OutboxMessage) ([]int64, error) {
 	if trace.SpanContextFromContext(ctx).IsValid() {
 		msgs = slices.Clone(msgs)
 		for i := range msgs {
@@ -199,7 +200,7 @@ type Config struct {
 // Relay publishes the outbox's messages.
 type Relay struct {
 	cfg    Config
-	ex     store.Executor
+	ex     store.Outbox
 	log    *slog.Logger
 	tracer trace.Tracer
 	guard  *guard

@@ -237,7 +237,7 @@ func (e *Engine) stepJob(wf *weirtype.Workflow) (store.InsertParams, error) {
 // insertStep inserts the step job of wf through ex, and returns what the
 // insert found. A running step is never taken back as stuck here: the
 // stuck sweep does that, with the kind's threshold.
-func (e *Engine) insertStep(ctx context.Context, ex store.Executor, wf *weirtype.Workflow) (weirtype.InsertOutcome, error) {
+func (e *Engine) insertStep(ctx context.Context, ex store.Jobs, wf *weirtype.Workflow) (weirtype.InsertOutcome, error) {
 	p, err := e.stepJob(wf)
 	if err != nil {
 		return "", err
@@ -254,12 +254,19 @@ func (e *Engine) insertStep(ctx context.Context, ex store.Executor, wf *weirtype
 // job: longer than any run.
 const neverStuck = 100 * 365 * 24 * time.Hour
 
+// Tx is what Start writes through: the workflow, and the job of its first
+// state. A store.Executor is one.
+type Tx interface {
+	store.Workflows
+	store.Jobs
+}
+
 // Start starts the workflow id of the definition name with data, through
 // ex: bind ex to the caller's transaction (sqlite.Store.Tx,
 // postgres.Store.Tx) so that the workflow starts when the caller's data
 // commits. A workflow with the id that exists already is returned as it
 // is, with started false.
-func (e *Engine) Start(ctx context.Context, ex store.Executor, name, id string, data []byte) (wf *weirtype.Workflow, started bool, err error) {
+func (e *Engine) Start(ctx context.Context, ex Tx, name, id string, data []byte) (wf *weirtype.Workflow, started bool, err error) {
 	d := e.defs[name]
 	if d == nil {
 		return nil, false, fmt.Errorf("workflow: start %s: no definition %q", id, name)

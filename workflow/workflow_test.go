@@ -83,7 +83,11 @@ func waitEnded(t *testing.T, s workflow.Store, id string) *weirtype.Workflow {
 func start(t *testing.T, s workflow.Store, eng *workflow.Engine, name, id string, data []byte) {
 	t.Helper()
 	err := s.InTx(context.Background(), func(ex store.Executor) error {
-		_, _, err := eng.Start(context.Background(), ex, name, id, data)
+		// The workflows and jobs roles alone: no more than Start needs.
+		_, _, err := eng.Start(context.Background(), struct {
+			store.Workflows
+			store.Jobs
+		}{ex, ex}, name, id, data)
 		return err
 	})
 	if err != nil {
