@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/deadletter"
 	"github.com/weirhq/weir/resilience/breaker"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/weirtype"
@@ -85,10 +86,30 @@ type ReindexRun struct {
 	Error  string `json:"error,omitempty"`
 }
 
+// Store is what the admin API reads and changes of weir's store: the
+// operator's roles (store.Operator: list and retry jobs; store.DeadLetters;
+// store.Sweep: stuck work and counts), a job read or cancelled, and, read
+// only, the workflows and the outbox's backlog. A store.Executor is one;
+// the admin API claims, completes, inserts and publishes nothing.
+type Store interface {
+	store.Operator
+	store.DeadLetters
+	store.Sweep
+	GetJob(ctx context.Context, id int64) (*weirtype.Job, error)
+	Cancel(ctx context.Context, now time.Time, id int64) (*weirtype.Job, error)
+	GetWorkflow(ctx context.Context, id string) (*weirtype.Workflow, error)
+	ListWorkflows(ctx context.Context, f store.WorkflowFilter) ([]*weirtype.Workflow, error)
+	ListWorkflowTransitions(ctx context.Context, id string, afterVersion int64, limit int) ([]*store.WorkflowTransition, error)
+	OutboxBacklog(ctx context.Context) (store.OutboxBacklog, error)
+}
+
+var _ Store = store.Executor(nil)
+
 // Config configures the handler.
 type Config struct {
-	// Store is read and written. Required.
-	Store store.Executor
+	// Store is read and written: a store.Executor, or anything with the
+	// few methods Store names. Required.
+	Store Store
 	// Token, when set, is the bearer token every request must carry.
 	// Default empty: no authentication (serve on a loopback address
 	// only).
@@ -142,14 +163,14 @@ func New(cfg Config) (http.Handler, error) {
 	mux := http.NewServeMux()
 	routes := map[string]http.HandlerFunc{
 		"GET /api/admin/jobs":              h.listJobs,
-		"GET /api/admin/jobs/{id}":         h.getJob,
+		"GET /api/admin/jobs/{id}":         byID(h, "job", h.ex.GetJob, jobView),
 		"POST /api/admin/jobs/{id}/retry":  h.jobOp(opRetry),
 		"POST /api/admin/jobs/{id}/cancel": h.jobOp(opCancel),
 		"POST /api/admin/jobs/retry":       h.bulkJobOp(opRetry),
 		"POST /api/admin/jobs/cancel":      h.bulkJobOp(opCancel),
 
 		"GET /api/admin/dead-letters":          h.listDeadLetters,
-		"GET /api/admin/dead-letters/{id}":     h.getDeadLetter,
+		"GET /api/admin/dead-letters/{id}":     byID(h, "dead letter", h.ex.GetDeadLetter, func(dl *weirtype.DeadLetter) any { return deadletter.RecordOf(dl) }),
 		"GET /api/admin/dead-letters/export":   h.exportDeadLetters,
 		"POST /api/admin/dead-letters/requeue": h.requeueDeadLetters,
 		"POST /api/admin/dead-letters/purge":   h.purgeDeadLetters,
@@ -346,7 +367,7 @@ func tokenOK(header string, want [][sha256.Size]byte) bool {
 }
 
 type handler struct {
-	ex           store.Executor
+	ex           Store
 	clock        clock.Clock
 	log          *slog.Logger
 	maxBody      int64

@@ -482,6 +482,26 @@ func TestReindex(t *testing.T) {
 	open.ok(http.StatusNotFound, http.MethodPost, "/api/admin/reindex", "")
 }
 
+// The admin API takes no more of the store than admin.Store: the
+// operator's roles and a few reads, none of a worker's (claims, leases,
+// the outbox relay's).
+func TestAdminTakesOnlyTheStoreItUses(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, "")
+	narrow := struct{ admin.Store }{fx.ex}
+	if _, worker := any(narrow).(store.Leases); worker {
+		t.Fatal("the narrow store has a worker's methods")
+	}
+	h, err := admin.New(admin.Config{Store: narrow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := &fixture{t: t, h: h, logs: &syncBuffer{}}
+	for _, path := range []string{"/api/admin/jobs", "/api/admin/dead-letters", "/api/admin/workflows", "/api/admin/outbox", "/api/admin/stuck"} {
+		open.ok(http.StatusOK, http.MethodGet, path, "")
+	}
+}
+
 // Every bad request gets its 4xx, naming the problem, and changes nothing.
 func TestBadRequests(t *testing.T) {
 	t.Parallel()

@@ -5,7 +5,7 @@
 //
 //	GET  /api/admin/jobs                      jobs, newest first, filtered; keyset pages (before)
 //	GET  /api/admin/jobs/{id}                 a job with its error history
-//	POST /api/admin/jobs/{id}/retry           run a job again (store.Executor.RetryJob)
+//	POST /api/admin/jobs/{id}/retry           run a job again (store.Operator.RetryJob)
 //	POST /api/admin/jobs/{id}/cancel          cancel a job
 //	POST /api/admin/jobs/retry                retry jobs by id, {"ids": [...]}
 //	POST /api/admin/jobs/cancel               cancel jobs by id, {"ids": [...]}

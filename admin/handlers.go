@@ -2,6 +2,7 @@ package admin
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -35,23 +36,30 @@ func (h *handler) listJobs(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"jobs": jobsOf(jobs), "next_before": next})
 }
 
-func (h *handler) getJob(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r, "job")
-	if err != nil {
-		h.fail(w, r, err)
-		return
+// byID serves a request on one item, named by the numeric id in its path
+// and read (or changed) by do: what names the item in errors ("job"); the
+// answer is view of what do returned.
+func byID[T any](h *handler, what string, do func(ctx context.Context, id int64) (T, error), view func(T) any) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, err := pathID(r, what)
+		if err == nil {
+			err = noQuery(r)
+		}
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		v, err := do(r.Context(), id)
+		if err != nil {
+			h.fail(w, r, notFound(err, "no %s %d", what, id))
+			return
+		}
+		writeJSON(w, http.StatusOK, view(v))
 	}
-	if err := noQuery(r); err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	j, err := h.ex.GetJob(r.Context(), id)
-	if err != nil {
-		h.fail(w, r, notFound(err, "no job %d", id))
-		return
-	}
-	writeJSON(w, http.StatusOK, jobOf(j))
 }
+
+// jobView is a job as the API answers it.
+func jobView(j *weirtype.Job) any { return jobOf(j) }
 
 // jobOpKind is an operation on one job.
 type jobOpKind int
@@ -61,31 +69,15 @@ const (
 	opCancel
 )
 
-func (h *handler) doJobOp(r *http.Request, op jobOpKind, id int64) (*weirtype.Job, error) {
+func (h *handler) doJobOp(ctx context.Context, op jobOpKind, id int64) (*weirtype.Job, error) {
 	if op == opRetry {
-		return h.ex.RetryJob(r.Context(), h.now(), id)
+		return h.ex.RetryJob(ctx, h.now(), id)
 	}
-	return h.ex.Cancel(r.Context(), h.now(), id)
+	return h.ex.Cancel(ctx, h.now(), id)
 }
 
 func (h *handler) jobOp(op jobOpKind) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		id, err := pathID(r, "job")
-		if err != nil {
-			h.fail(w, r, err)
-			return
-		}
-		if err := noQuery(r); err != nil {
-			h.fail(w, r, err)
-			return
-		}
-		j, err := h.doJobOp(r, op, id)
-		if err != nil {
-			h.fail(w, r, notFound(err, "no job %d", id))
-			return
-		}
-		writeJSON(w, http.StatusOK, jobOf(j))
-	}
+	return byID(h, "job", func(ctx context.Context, id int64) (*weirtype.Job, error) { return h.doJobOp(ctx, op, id) }, jobView)
 }
 
 // BulkResult is what a bulk operation did to one id: the job as it left
@@ -111,7 +103,7 @@ func (h *handler) bulkJobOp(op jobOpKind) http.HandlerFunc {
 		results := make([]BulkResult, 0, len(ids))
 		done := 0
 		for _, id := range ids {
-			j, err := h.doJobOp(r, op, id)
+			j, err := h.doJobOp(r.Context(), op, id)
 			switch {
 			case err == nil:
 				v := jobOf(j)
@@ -172,24 +164,6 @@ func (h *handler) listDeadLetters(w http.ResponseWriter, r *http.Request) {
 		recs[i] = deadletter.RecordOf(dl)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"dead_letters": recs, "next_after": next})
-}
-
-func (h *handler) getDeadLetter(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r, "dead letter")
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	if err := noQuery(r); err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	dl, err := h.ex.GetDeadLetter(r.Context(), id)
-	if err != nil {
-		h.fail(w, r, notFound(err, "no dead letter %d", id))
-		return
-	}
-	writeJSON(w, http.StatusOK, deadletter.RecordOf(dl))
 }
 
 // exportDeadLetters streams the matching dead letters as JSON Lines. The
