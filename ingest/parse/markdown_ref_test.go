@@ -1,11 +1,15 @@
 package parse
 
-// This file keeps the Markdown reader weir had before it was made linear:
-// its quadratic scans (a link's text read again for each nested '[', a
-// search to the end of the line for each '[', '(' and '<', the stack of
-// emphasis openers searched from the top for each closer) are gone from
-// markdown.go, and FuzzMarkdownMatchesReference checks that the linear
-// reader gives the same text on everything the old one read.
+// This file keeps the inline reader of the Markdown reader weir had before
+// it was made linear: its quadratic scans (a link's text read again for
+// each nested '[', a search to the end of the line for each '[', '(' and
+// '<', the stack of emphasis openers searched from the top for each
+// closer) are gone from markdown.go, and FuzzMarkdownMatchesReference
+// checks that the linear reader gives the same text on everything the old
+// one read. The block-level helpers (fences, headings, thematic breaks,
+// reference definitions, block markers, front matter) did not change: the
+// old reader's loop calls markdown.go's, so that the test compares the one
+// part that was rewritten, and no code stands here twice.
 
 import (
 	"strings"
@@ -17,10 +21,9 @@ import (
 // refMarkdown returns the title and the stripped text of a Markdown source
 // whose line ends are LF.
 func refMarkdown(src string) (title, text string) {
+	src, frontTitle := frontMatter(src)
 	lines := strings.Split(src, "\n")
 	out := make([]string, 0, len(lines))
-	var frontTitle string
-	lines, frontTitle = refFrontMatter(lines)
 	haveTitle := false
 	setTitle := func(s string) {
 		if !haveTitle && strings.TrimSpace(s) != "" {
@@ -34,7 +37,7 @@ func refMarkdown(src string) (title, text string) {
 	)
 	for _, line := range lines {
 		if fence != 0 {
-			if c, n, rest := refFenceOf(line); c == fence && n >= fenceLen && strings.TrimSpace(rest) == "" {
+			if c, n, rest := fenceOf(line); c == fence && n >= fenceLen && strings.TrimSpace(rest) == "" {
 				fence = 0
 				paragraph = false
 				continue
@@ -42,33 +45,33 @@ func refMarkdown(src string) (title, text string) {
 			out = append(out, line)
 			continue
 		}
-		if c, n, _ := refFenceOf(line); c != 0 {
+		if c, n, _ := fenceOf(line); c != 0 {
 			fence, fenceLen = c, n
 			paragraph = false
 			continue
 		}
 		trimmed := strings.TrimSpace(line)
-		if paragraph && refSetextUnderline(trimmed) {
+		if paragraph && setextUnderline(trimmed) {
 			setTitle(out[len(out)-1])
 			paragraph = false
 			continue
 		}
-		if refThematicBreak(trimmed) {
+		if thematicBreak(trimmed) {
 			paragraph = false
 			continue
 		}
-		if h, ok := refAtxHeading(line); ok {
+		if h, ok := atxHeading(line); ok {
 			h = refInline(h)
 			setTitle(h)
 			out = append(out, h)
 			paragraph = false
 			continue
 		}
-		if refReferenceDefinition(trimmed) {
+		if referenceDefinition(trimmed) {
 			paragraph = false
 			continue
 		}
-		body := refBlockMarkers(line)
+		body := blockMarkers(line)
 		if strings.TrimSpace(body) == "" {
 			out = append(out, "")
 			paragraph = false
@@ -83,122 +86,6 @@ func refMarkdown(src string) (title, text string) {
 		title = frontTitle
 	}
 	return title, strings.TrimSpace(strings.Join(out, "\n"))
-}
-
-// refFrontMatter drops a leading YAML front-matter block and returns its
-// "title:" value, if any.
-func refFrontMatter(lines []string) ([]string, string) {
-	if len(lines) == 0 || strings.TrimSpace(lines[0]) != "---" {
-		return lines, ""
-	}
-	for i := 1; i < len(lines); i++ {
-		if l := strings.TrimSpace(lines[i]); l == "---" || l == "..." {
-			var title string
-			for _, fl := range lines[1:i] {
-				if v, ok := strings.CutPrefix(fl, "title:"); ok {
-					title = strings.Trim(strings.TrimSpace(v), `"'`)
-					break
-				}
-			}
-			return lines[i+1:], title
-		}
-	}
-	return lines, "" // not closed: not front matter
-}
-
-// refFenceOf reports whether line opens or closes a code fence: up to three
-// spaces, then three or more backticks or tildes. It returns the fence
-// character, the length of its refRun and what follows it.
-func refFenceOf(line string) (c byte, n int, rest string) {
-	s := strings.TrimLeft(line, " ")
-	if len(line)-len(s) > 3 || len(s) < 3 || (s[0] != '`' && s[0] != '~') {
-		return 0, 0, ""
-	}
-	c = s[0]
-	for n < len(s) && s[n] == c {
-		n++
-	}
-	if n < 3 || (c == '`' && strings.IndexByte(s[n:], '`') >= 0) {
-		return 0, 0, ""
-	}
-	return c, n, s[n:]
-}
-
-func refSetextUnderline(s string) bool {
-	if s == "" {
-		return false
-	}
-	c := s[0]
-	return (c == '=' || c == '-') && strings.Trim(s, string(c)) == ""
-}
-
-// refThematicBreak reports whether s (trimmed) is three or more of the same
-// character among - * _, possibly with spaces between.
-func refThematicBreak(s string) bool {
-	if len(s) < 3 || (s[0] != '-' && s[0] != '*' && s[0] != '_') {
-		return false
-	}
-	n := 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case s[0]:
-			n++
-		case ' ', '\t':
-		default:
-			return false
-		}
-	}
-	return n >= 3
-}
-
-// refAtxHeading returns the text of an ATX heading line, "# Title" to
-// "###### Title", without its opening and closing #s.
-func refAtxHeading(line string) (string, bool) {
-	s := strings.TrimLeft(line, " ")
-	if len(line)-len(s) > 3 {
-		return "", false
-	}
-	n := 0
-	for n < len(s) && s[n] == '#' {
-		n++
-	}
-	if n == 0 || n > 6 || (n < len(s) && s[n] != ' ' && s[n] != '\t') {
-		return "", false
-	}
-	h := strings.TrimSpace(s[n:])
-	// A closing sequence of #s, preceded by a space, is dropped.
-	if t := strings.TrimRight(h, "#"); t != h && (t == "" || strings.HasSuffix(t, " ") || strings.HasSuffix(t, "\t")) {
-		h = strings.TrimSpace(t)
-	}
-	return h, true
-}
-
-// refReferenceDefinition reports whether s (trimmed) is a refLink reference
-// definition, "[label]: destination".
-func refReferenceDefinition(s string) bool {
-	if !strings.HasPrefix(s, "[") || strings.HasPrefix(s, "[^") { // a footnote is text
-		return false
-	}
-	end := strings.Index(s, "]:")
-	return end > 1 && !strings.ContainsAny(s[1:end], "[]") && strings.TrimSpace(s[end+2:]) != ""
-}
-
-// refBlockMarkers strips block-quote markers and a bullet-list marker from the
-// start of line.
-func refBlockMarkers(line string) string {
-	s := line
-	for {
-		t := strings.TrimLeft(s, " ")
-		if !strings.HasPrefix(t, ">") {
-			break
-		}
-		s = strings.TrimPrefix(t[1:], " ")
-	}
-	t := strings.TrimLeft(s, " \t")
-	if len(t) >= 2 && (t[0] == '-' || t[0] == '*' || t[0] == '+') && (t[1] == ' ' || t[1] == '\t') {
-		return strings.TrimLeft(t[2:], " \t")
-	}
-	return s
 }
 
 // refInline strips refInline markup from one line of Markdown: code spans,
@@ -227,7 +114,7 @@ func (p *refPieces) add(s string, protected bool) {
 func (p *refPieces) scan(s string) {
 	for i := 0; i < len(s); {
 		switch c := s[i]; {
-		case c == '\\' && i+1 < len(s) && refIsASCIIPunct(s[i+1]):
+		case c == '\\' && i+1 < len(s) && isASCIIPunct(s[i+1]):
 			p.add(s[i+1:i+2], true)
 			i += 2
 		case c == '`':
@@ -260,7 +147,7 @@ func (p *refPieces) scan(s string) {
 			p.add("[", false)
 			i++
 		case c == '<':
-			if end := strings.IndexByte(s[i:], '>'); end > 0 && refAutolink(s[i+1:i+end]) {
+			if end := strings.IndexByte(s[i:], '>'); end > 0 && autolink(s[i+1:i+end]) {
 				p.add(s[i+1:i+end], true)
 				i += end + 1
 				continue
@@ -347,30 +234,6 @@ scan:
 	return "", 0, false
 }
 
-// refAutolink reports whether s, found between < and >, is a URL or an email
-// address.
-func refAutolink(s string) bool {
-	if s == "" || strings.ContainsAny(s, " \t<") {
-		return false
-	}
-	if i := strings.Index(s, ":"); i > 1 && i < 33 {
-		scheme := s[:i]
-		for j := 0; j < len(scheme); j++ {
-			c := scheme[j]
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || j > 0 && (c >= '0' && c <= '9' || c == '+' || c == '.' || c == '-')) {
-				return false
-			}
-		}
-		return true
-	}
-	at := strings.IndexByte(s, '@')
-	return at > 0 && at < len(s)-1 && strings.Contains(s[at:], ".")
-}
-
-func refIsASCIIPunct(c byte) bool {
-	return c >= '!' && c <= '/' || c >= ':' && c <= '@' || c >= '[' && c <= '`' || c >= '{' && c <= '~'
-}
-
 // refDelim is a refRun of emphasis delimiters.
 type refDelim struct {
 	at, n             int
@@ -407,7 +270,7 @@ func (p *refPieces) refEmphasis() string {
 			next = r[j]
 		}
 		d := refDelim{at: i, n: n, c: c, canOpen: !unicode.IsSpace(next), canClose: !unicode.IsSpace(prev)}
-		if c == '_' && refIsWordRune(prev) && refIsWordRune(next) {
+		if c == '_' && isWordRune(prev) && isWordRune(next) {
 			d.canOpen, d.canClose = false, false // snake_case
 		}
 		ds = append(ds, d)
@@ -453,7 +316,6 @@ func (p *refPieces) refEmphasis() string {
 	return b.String()
 }
 
-func refIsWordRune(c rune) bool { return unicode.IsLetter(c) || unicode.IsDigit(c) }
 
 // FuzzMarkdownMatchesReference: on input without the syntax the old reader
 // did not know (HTML, character references), the linear reader gives the
