@@ -316,7 +316,6 @@ func (p *refPieces) refEmphasis() string {
 	return b.String()
 }
 
-
 // FuzzMarkdownMatchesReference: on input without the syntax the old reader
 // did not know (HTML, character references), the linear reader gives the
 // same title and text as the old one.
