@@ -59,14 +59,15 @@ type workerSpec struct {
 }
 
 // report is what a worker process writes on its standard output, one JSON
-// line about every reportEvery: its handlers' completions since it
-// started, their pickup latencies since the last report (histogram
+// line about every reportEvery: its handlers' starts and completions
+// since it started, their pickup latencies since the last report (histogram
 // buckets), and its CPU time (getrusage) since it started.
 type report struct {
-	Ready bool        `json:"ready,omitempty"`
-	Done  int64       `json:"n"`
-	Hist  [][2]uint64 `json:"h,omitempty"`
-	CPU   int64       `json:"cpu_us"`
+	Ready   bool        `json:"ready,omitempty"`
+	Started int64       `json:"s"`
+	Done    int64       `json:"n"`
+	Hist    [][2]uint64 `json:"h,omitempty"`
+	CPU     int64       `json:"cpu_us"`
 }
 
 const reportEvery = 200 * time.Millisecond
@@ -118,13 +119,17 @@ func burn() {
 
 // tally is what a worker process's handlers record.
 type tally struct {
-	mu   sync.Mutex
-	hist histogram
-	done int64
+	mu      sync.Mutex
+	hist    histogram
+	started int64
+	done    int64
 }
 
 func (t *tally) handle(args jobArgs, work time.Duration) {
 	pickup := time.Duration(time.Now().UnixNano() - args.T)
+	t.mu.Lock()
+	t.started++
+	t.mu.Unlock()
 	if work > 0 {
 		time.Sleep(work)
 	}
@@ -134,14 +139,14 @@ func (t *tally) handle(args jobArgs, work time.Duration) {
 	t.mu.Unlock()
 }
 
-// take returns the completions so far and the histogram since the last
-// take, which it empties.
-func (t *tally) take() (int64, [][2]uint64) {
+// take returns a report of the starts and completions so far and the
+// histogram since the last take, which it empties.
+func (t *tally) take() report {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	h := t.hist.sparse()
+	r := report{Started: t.started, Done: t.done, Hist: t.hist.sparse(), CPU: cpuMicros()}
 	t.hist.reset()
-	return t.done, h
+	return r
 }
 
 func cpuMicros() int64 {
@@ -202,8 +207,7 @@ func runWorker(spec workerSpec, in io.Reader, out io.Writer) (err error) {
 			case <-quit:
 				return
 			case <-tk.C:
-				n, h := t.take()
-				send(report{Done: n, Hist: h, CPU: cpuMicros()})
+				send(t.take())
 			}
 		}
 	}()
@@ -213,8 +217,7 @@ func runWorker(spec workerSpec, in io.Reader, out io.Writer) (err error) {
 	err = stop(sctx)
 	close(quit)
 	<-reported
-	n, h := t.take()
-	send(report{Done: n, Hist: h, CPU: cpuMicros()})
+	send(t.take())
 	return err
 }
 

@@ -84,6 +84,10 @@ type Config struct {
 	// the fixed-rate producer sends one.
 	Batch int           `json:"batch"`
 	Tick  time.Duration `json:"tick_ns"`
+	// DepthPoll is how often the waiting jobs are counted in the
+	// database; between two counts the depth is estimated from the
+	// inserts and the workers' starts.
+	DepthPoll time.Duration `json:"depth_poll_ns"`
 	// MaxConns is the pool size of each system's worker process.
 	MaxConns int `json:"max_conns"`
 	// Poll is weir's PollEvery and River's FetchPollInterval;
@@ -137,6 +141,7 @@ func Default() Config {
 		Payload:       256,
 		Batch:         128,
 		Tick:          10 * time.Millisecond,
+		DepthPoll:     time.Second,
 		MaxConns:      20,
 		Poll:          50 * time.Millisecond,
 		FetchCooldown: time.Millisecond,
@@ -263,8 +268,8 @@ func (c Config) Validate() error {
 		return errors.New("the rate and the depth must not be negative")
 	case c.Work < 0 || c.Payload < 0:
 		return errors.New("the work time and the payload must not be negative")
-	case c.Batch < 1 || c.Tick <= 0:
-		return errors.New("the batch must be positive and the tick longer than zero")
+	case c.Batch < 1 || c.Tick <= 0 || c.DepthPoll <= 0:
+		return errors.New("the batch must be positive, the tick and the depth poll longer than zero")
 	case c.MaxConns < 1:
 		return errors.New("max-conns must be positive")
 	case c.Poll <= 0 || c.FetchCooldown < time.Millisecond || c.Poll < c.FetchCooldown:

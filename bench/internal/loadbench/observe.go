@@ -22,6 +22,11 @@ type sample struct {
 	Dead  int64   `json:"dead_tuples"`
 	Live  int64   `json:"live_tuples"`
 	Size  int64   `json:"size_bytes"`
+	// Claims counts the scans of the claim index in the second and
+	// Entries the index entries each read on average.
+	Claims  int64   `json:"claim_scans"`
+	Entries float64 `json:"claim_index_entries_per_scan"`
+	Blocks  float64 `json:"claim_index_blocks_per_scan"`
 }
 
 // observer samples a system once a second: its completions and pickup
@@ -37,6 +42,7 @@ type observer struct {
 
 	lastDone int64
 	lastAt   time.Time
+	lastCnt  counters
 	// backend CPU: the last CPU time read of each backend pid, and the
 	// total of the increases seen.
 	backends   map[int]time.Duration
@@ -55,16 +61,17 @@ func newObserver(admin *pgxpool.Pool, t *target, col *collector, prod *producer)
 }
 
 // mark starts a new interval: the next sample's rate is measured from now.
-func (o *observer) mark() {
+func (o *observer) mark(ctx context.Context) {
 	o.lastDone, _ = o.col.takeWindow()
 	o.lastAt = time.Now()
+	o.lastCnt = o.counters(ctx)
 }
 
 // sample reads one sample; phaseStart is when the phase began.
 func (o *observer) sample(ctx context.Context, phaseStart time.Time) sample {
 	now := time.Now()
 	done, h := o.col.takeWindow()
-	s := sample{At: now.Sub(phaseStart).Seconds(), Depth: o.prod.depth.Load()}
+	s := sample{At: now.Sub(phaseStart).Seconds(), Depth: o.prod.estimate()}
 	if dt := now.Sub(o.lastAt).Seconds(); dt > 0 {
 		s.Rate = float64(done-o.lastDone) / dt
 	}
@@ -75,6 +82,12 @@ FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = $2`, o.t.schema, o.
 		o.errs++
 	}
 	o.readBackends(ctx)
+	c := o.counters(ctx)
+	if s.Claims = c.claimScans - o.lastCnt.claimScans; s.Claims > 0 {
+		s.Entries = float64(c.claimEntries-o.lastCnt.claimEntries) / float64(s.Claims)
+		s.Blocks = float64(c.claimBlocks-o.lastCnt.claimBlocks) / float64(s.Claims)
+	}
+	o.lastCnt = c
 	return s
 }
 
@@ -129,20 +142,21 @@ FROM pg_stat_activity WHERE application_name = ANY($1)`, o.apps)
 // index and the entries they read, the buffer accesses (hits and reads)
 // of the table and of its indexes, and its row updates, all and HOT.
 type counters struct {
-	claimScans, claimEntries int64
-	heapBlocks, indexBlocks  int64
-	updates, hotUpdates      int64
+	claimScans, claimEntries, claimBlocks int64
+	heapBlocks, indexBlocks               int64
+	updates, hotUpdates                   int64
 }
 
 func (o *observer) counters(ctx context.Context) (c counters) {
 	err := o.admin.QueryRow(ctx, `SELECT
 	coalesce((SELECT idx_scan FROM pg_stat_user_indexes WHERE schemaname = $1 AND indexrelname = $3), 0),
 	coalesce((SELECT idx_tup_read FROM pg_stat_user_indexes WHERE schemaname = $1 AND indexrelname = $3), 0),
+	coalesce((SELECT idx_blks_hit + idx_blks_read FROM pg_statio_user_indexes WHERE schemaname = $1 AND indexrelname = $3), 0),
 	coalesce((SELECT coalesce(heap_blks_hit, 0) + coalesce(heap_blks_read, 0) FROM pg_statio_user_tables WHERE schemaname = $1 AND relname = $2), 0),
 	coalesce((SELECT coalesce(idx_blks_hit, 0) + coalesce(idx_blks_read, 0) FROM pg_statio_user_tables WHERE schemaname = $1 AND relname = $2), 0),
 	coalesce((SELECT n_tup_upd FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = $2), 0),
 	coalesce((SELECT n_tup_hot_upd FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = $2), 0)`,
-		o.t.schema, o.t.table, o.t.claimIndex).Scan(&c.claimScans, &c.claimEntries, &c.heapBlocks, &c.indexBlocks, &c.updates, &c.hotUpdates)
+		o.t.schema, o.t.table, o.t.claimIndex).Scan(&c.claimScans, &c.claimEntries, &c.claimBlocks, &c.heapBlocks, &c.indexBlocks, &c.updates, &c.hotUpdates)
 	if err != nil {
 		o.errs++
 	}

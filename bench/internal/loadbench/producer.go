@@ -2,6 +2,8 @@ package loadbench
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"math"
 	"strings"
 	"sync"
@@ -17,17 +19,25 @@ import (
 // credit, up to Batch a call; it does not sleep while it holds a full
 // batch of credit, so a rate above Batch/Tick is still met. Holding a
 // depth, it inserts while the estimated depth (the last count of waiting
-// jobs, plus what it inserted since that count began) is under the
-// target, and otherwise sleeps a Tick.
+// jobs, plus what it inserted since that count began, less the jobs the
+// workers started since) is under the target, and otherwise sleeps a Tick.
 type producer struct {
 	cfg    Config
 	t      *target
+	logw   io.Writer // receives the first insert errors
 	pad    string
 	factor atomic.Uint64 // math.Float64bits of the load factor (1 or HighLoadFactor)
 
 	// depth is the last count of waiting jobs; depthBase the jobs
-	// inserted when that count began.
-	depth, depthBase atomic.Int64
+	// inserted and startBase the jobs started when that count began;
+	// started counts the jobs the workers started.
+	depth, depthBase, startBase atomic.Int64
+	started                     func() int64
+
+	// insertHist holds the durations of the insert calls since the last
+	// takeInserts.
+	histMu     sync.Mutex
+	insertHist histogram
 
 	inserted  atomic.Int64 // jobs whose insert returned success
 	failed    atomic.Int64 // insert calls that failed
@@ -36,8 +46,8 @@ type producer struct {
 	uncertain [][2]int64 // [first, end) of the batches whose insert failed: inserted or not
 }
 
-func newProducer(cfg Config, t *target) *producer {
-	p := &producer{cfg: cfg, t: t}
+func newProducer(cfg Config, t *target, started func() int64, logw io.Writer) *producer {
+	p := &producer{cfg: cfg, t: t, started: started, logw: logw}
 	// The JSON of jobArgs without padding is about 45 bytes.
 	p.pad = strings.Repeat("x", max(0, cfg.Payload-45))
 	p.setFactor(1)
@@ -56,7 +66,7 @@ func (p *producer) run(ctx context.Context) {
 		var n int
 		if p.cfg.Depth > 0 {
 			target := int64(float64(p.cfg.Depth) * p.loadFactor())
-			est := p.depth.Load() + p.inserted.Load() - p.depthBase.Load()
+			est := p.estimate()
 			n = int(min(int64(p.cfg.Batch), target-est))
 		} else {
 			now := time.Now()
@@ -78,8 +88,24 @@ func (p *producer) run(ctx context.Context) {
 		for i := range n {
 			batch = append(batch, jobArgs{Seq: first + int64(i), T: now, Pad: p.pad})
 		}
-		if err := p.t.insert(ctx, batch); err != nil {
+		t0 := time.Now()
+		err := p.t.insert(ctx, batch)
+		p.histMu.Lock()
+		p.insertHist.record(time.Since(t0))
+		p.histMu.Unlock()
+		if err != nil {
+			if ctx.Err() != nil {
+				// The run's end cut the call short: the batch is
+				// uncertain, but no failure of the system.
+				p.mu.Lock()
+				p.uncertain = append(p.uncertain, [2]int64{first, first + int64(n)})
+				p.mu.Unlock()
+				return
+			}
 			p.failed.Add(1)
+			if p.failed.Load() <= 3 && p.logw != nil {
+				fmt.Fprintf(p.logw, "# %s producer: insert of %d jobs failed: %v\n", p.t.system, n, err)
+			}
 			p.mu.Lock()
 			p.uncertain = append(p.uncertain, [2]int64{first, first + int64(n)})
 			p.mu.Unlock()
@@ -93,16 +119,33 @@ func (p *producer) run(ctx context.Context) {
 	}
 }
 
+// estimate returns the number of waiting jobs: the last count, plus the
+// jobs inserted since it began, less those started since.
+func (p *producer) estimate() int64 {
+	return max(0, p.depth.Load()+p.inserted.Load()-p.depthBase.Load()-(p.started()-p.startBase.Load()))
+}
+
 // pollDepth counts the waiting jobs every interval until ctx ends.
 func (p *producer) pollDepth(ctx context.Context, count func(context.Context) (int64, error), interval time.Duration) {
 	for ctx.Err() == nil {
-		base := p.inserted.Load()
+		base, sbase := p.inserted.Load(), p.started()
 		if n, err := count(ctx); err == nil {
 			p.depth.Store(n)
 			p.depthBase.Store(base)
+			p.startBase.Store(sbase)
 		}
 		sleepCtx(ctx, interval)
 	}
+}
+
+// takeInserts returns the histogram of the insert calls' durations since
+// the last take, and empties it.
+func (p *producer) takeInserts() histogram {
+	p.histMu.Lock()
+	defer p.histMu.Unlock()
+	h := p.insertHist
+	p.insertHist.reset()
+	return h
 }
 
 // seqs returns the number of sequence numbers handed out and the ranges

@@ -27,26 +27,27 @@ func (rep *Report) Print(out io.Writer) {
 		fmt.Fprintf(out, "# VACUUM of each job table every %v\n", c.VacuumEvery)
 	}
 	fmt.Fprintln(out, "# jobs/s: median (min) of 1 s completion rates; pickup: insert call → handler start, p50/p99 per 1 s window, median/max over the phase;")
-	fmt.Fprintln(out, "# dead, size: the job table at the phase's end (pg_stat_user_tables, pg_total_relation_size); CPU: seconds per 1,000 jobs")
+	fmt.Fprintln(out, "# dead, size: the job table at the phase's end (pg_stat_user_tables, pg_total_relation_size); CPU: seconds per 1,000 jobs;")
+	fmt.Fprintln(out, "# insert ms: the producer's insert calls, p50/p99; depth: waiting jobs (a count every -depth-poll, plus inserts, less starts since)")
 
 	for _, ph := range c.Phases {
 		fmt.Fprintf(out, "\n== %s (%v) ==\n", ph.Kind, ph.Duration)
 		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "workers\tsystem\tjobs/s\t(min)\tp50 ms\tp95 ms\tp99 ms\tdepth\tdead tup\tsize MB\twkr CPU\tdb CPU\trecovery\t")
+		fmt.Fprintln(tw, "workers\tsystem\tjobs/s\t(min)\tp50 ms\tp95 ms\tp99 ms\tdepth\tdead tup\tsize MB\twkr CPU\tdb CPU\tinsert ms\trecovery\t")
 		for _, w := range c.Workers {
 			for _, sys := range c.Systems {
 				pr := rep.phase(sys, w, ph.Kind)
 				if pr == nil {
-					fmt.Fprintf(tw, "%d\t%s\t-\t\t\t\t\t\t\t\t\t\t\t\n", w, sys)
+					fmt.Fprintf(tw, "%d\t%s\t-\t\t\t\t\t\t\t\t\t\t\t\t\n", w, sys)
 					continue
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%.0f\t(%.0f)\t%s\t%s\t%s\t%.0f/%.0f\t%d\t%.1f\t%.3f\t%.3f\t%s\t\n",
+				fmt.Fprintf(tw, "%d\t%s\t%.0f\t(%.0f)\t%s\t%s\t%s\t%.0f/%.0f\t%d\t%.1f\t%.3f\t%.3f\t%.1f/%.1f\t%s\t\n",
 					w, sys, pr.Rate, pr.RateMin, medMax(pr.P50), medMax(pr.P95), medMax(pr.P99),
 					pr.Depth.Median, pr.Depth.Max, pr.DeadEnd, float64(pr.SizeEnd)/1e6,
-					pr.WorkerCPUPer1k, pr.DBCPUPer1k, recovery(pr))
+					pr.WorkerCPUPer1k, pr.DBCPUPer1k, pr.InsertP50, pr.InsertP99, recovery(pr))
 			}
 			if r := rep.ratio(w, ph.Kind); r != "" {
-				fmt.Fprintf(tw, "%d\tweir/river\t%s\t\t\t\t\t\t\t\t\t\t\t\n", w, r)
+				fmt.Fprintf(tw, "%d\tweir/river\t%s\t\t\t\t\t\t\t\t\t\t\t\t\n", w, r)
 			}
 		}
 		_ = tw.Flush()
@@ -56,8 +57,8 @@ func (rep *Report) Print(out io.Writer) {
 				if pr == nil {
 					continue
 				}
-				fmt.Fprintf(out, "  %s workers=%d: %d claims (%.1f jobs each), %.1f claim-index entries read per scan, %.1f heap and %.1f index buffer accesses and %.1f row updates (%.0f%% HOT) per job",
-					sys, w, pr.ClaimScans, float64(pr.Completed)/math.Max(1, float64(pr.ClaimScans)), pr.EntriesPerScan,
+				fmt.Fprintf(out, "  %s workers=%d: %d claims (%.1f jobs each), %.1f entries and %.1f blocks of the claim index per scan, %.1f heap and %.1f index buffer accesses and %.1f row updates (%.0f%% HOT) per job",
+					sys, w, pr.ClaimScans, float64(pr.Completed)/math.Max(1, float64(pr.ClaimScans)), pr.EntriesPerScan, pr.BlocksPerScan,
 					pr.HeapBlocksPerJob, pr.IndexBlocksPerJob, pr.UpdatesPerJob, pr.HOTPercent)
 				if pr.Fault != "" {
 					fmt.Fprintf(out, "; %s", pr.Fault)

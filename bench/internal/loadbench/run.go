@@ -44,7 +44,11 @@ type PhaseResult struct {
 	PhaseP50    float64 `json:"phase_pickup_p50_ms"`
 	PhaseP99    float64 `json:"phase_pickup_p99_ms"`
 	PickupMaxMs float64 `json:"pickup_max_ms"`
-	Depth       Stat    `json:"depth"`
+	// InsertP50 and InsertP99 are the producer's insert calls' durations
+	// (ms) over the phase.
+	InsertP50 float64 `json:"insert_call_p50_ms"`
+	InsertP99 float64 `json:"insert_call_p99_ms"`
+	Depth     Stat    `json:"depth"`
 	// The job table (pg_stat_user_tables; pg_total_relation_size, with
 	// its indexes and TOAST) at the phase's end, and its most dead tuples.
 	DeadEnd int64 `json:"dead_tuples"`
@@ -57,12 +61,16 @@ type PhaseResult struct {
 	WorkerCPUPer1k float64 `json:"worker_cpu_s_per_1k"`
 	DBCPUPer1k     float64 `json:"db_cpu_s_per_1k"`
 	// ClaimScans counts the scans of the claim (fetch) index during the
-	// phase and EntriesPerScan the index entries each read on average
-	// (pg_stat_user_indexes: dead entries count, live ones beyond the
-	// limit do not); HeapBlocksPerJob and IndexBlocksPerJob are the job
+	// phase, EntriesPerScan the index entries each returned on average
+	// (pg_stat_user_indexes; entries already marked dead are skipped
+	// without being counted) and BlocksPerScan the index's buffer accesses
+	// per scan (pg_statio_user_indexes), which do count the pages of such
+	// entries. Scans of the benchmark's depth count are among them when
+	// it reads that index. HeapBlocksPerJob and IndexBlocksPerJob are the job
 	// table's buffer accesses per completed job (pg_statio_user_tables).
 	ClaimScans        int64   `json:"claim_scans"`
 	EntriesPerScan    float64 `json:"claim_index_entries_per_scan"`
+	BlocksPerScan     float64 `json:"claim_index_blocks_per_scan"`
 	HeapBlocksPerJob  float64 `json:"heap_blocks_per_job"`
 	IndexBlocksPerJob float64 `json:"index_blocks_per_job"`
 	// UpdatesPerJob counts the job table's row updates per completed job,
@@ -184,7 +192,7 @@ func runOne(ctx context.Context, cfg Config, sys System, workers int, admin *pgx
 	}()
 
 	col := &collector{}
-	prod := newProducer(cfg, t)
+	prod := newProducer(cfg, t, col.startedJobs, logw)
 	wp := &workerProc{spec: t.workerSpec(cfg, workers), col: col, profile: cfg.ProfileDir, name: fmt.Sprintf("%s-w%d", sys, workers)}
 	if err := wp.start(); err != nil {
 		return fail(err)
@@ -206,7 +214,7 @@ func runOne(ctx context.Context, cfg Config, sys System, workers int, admin *pgx
 		prod.pollDepth(pctx, func(ctx context.Context) (n int64, err error) {
 			err = admin.QueryRow(ctx, t.depthSQL).Scan(&n)
 			return n, err
-		}, 200*time.Millisecond)
+		}, cfg.DepthPoll)
 	}()
 	if cfg.VacuumEvery > 0 {
 		bg.Add(1)
@@ -287,12 +295,13 @@ func runPhase(ctx context.Context, cfg Config, ph Phase, env faultEnv, obs *obse
 	}
 	obs.readBackends(ctx)
 	obs.takeWaits()
-	obs.mark()
+	obs.mark(ctx)
 	col.takePhase()
 	cpuW0, cpuDB0 := col.cpu(), obs.backendCPU
 	cnt0 := obs.counters(ctx)
 	done0, _ := col.takeWindow()
 	ins0, fail0 := prod.inserted.Load(), prod.failed.Load()
+	prod.takeInserts()
 	start := time.Now()
 	pr.Samples = sampleFor(ctx, obs, start, ph.Duration, cfg.Verbose, logw, string(ph.Kind))
 	obs.readBackends(ctx)
@@ -311,6 +320,8 @@ func runPhase(ctx context.Context, cfg Config, ph Phase, env faultEnv, obs *obse
 	pr.Completed = done1 - done0
 	pr.Produced = prod.inserted.Load() - ins0
 	pr.InsertErrors = prod.failed.Load() - fail0
+	ins := prod.takeInserts()
+	pr.InsertP50, pr.InsertP99 = ms(ins.quantile(0.5)), ms(ins.quantile(0.99))
 	ph1 := col.takePhase()
 	pr.PhaseP50, pr.PhaseP99, pr.PickupMaxMs = ms(ph1.quantile(0.5)), ms(ph1.quantile(0.99)), ms(ph1.max)
 	if pr.Completed > 0 {
@@ -321,6 +332,7 @@ func runPhase(ctx context.Context, cfg Config, ph Phase, env faultEnv, obs *obse
 	pr.ClaimScans = cnt1.claimScans - cnt0.claimScans
 	if pr.ClaimScans > 0 {
 		pr.EntriesPerScan = float64(cnt1.claimEntries-cnt0.claimEntries) / float64(pr.ClaimScans)
+		pr.BlocksPerScan = float64(cnt1.claimBlocks-cnt0.claimBlocks) / float64(pr.ClaimScans)
 	}
 	if pr.Completed > 0 {
 		pr.HeapBlocksPerJob = float64(cnt1.heapBlocks-cnt0.heapBlocks) / float64(pr.Completed)
@@ -335,7 +347,7 @@ func runPhase(ctx context.Context, cfg Config, ph Phase, env faultEnv, obs *obse
 		env.t.system, env.worker.spec.Workers, ph.Kind, pr.Rate, pr.P50.Median, pr.P99.Median, pr.Depth.Median, pr.DeadEnd, pr.Fault, loadAverage())
 
 	if ph.Fault() && cfg.Recovery > 0 {
-		obs.mark()
+		obs.mark(ctx)
 		rstart := time.Now()
 		pr.RecoverySamples = sampleFor(ctx, obs, rstart, cfg.Recovery, cfg.Verbose, logw, string(ph.Kind)+"/recovery")
 		col.takePhase()
@@ -362,8 +374,8 @@ func sampleFor(ctx context.Context, obs *observer, start time.Time, d time.Durat
 		s := obs.sample(ctx, start)
 		out = append(out, s)
 		if verbose {
-			fmt.Fprintf(logw, "  %s %5.1fs %7.0f jobs/s p50 %7.1f p99 %7.1f ms depth %6d dead %8d live %8d size %6.1f MB\n",
-				label, s.At, s.Rate, s.P50, s.P99, s.Depth, s.Dead, s.Live, float64(s.Size)/1e6)
+			fmt.Fprintf(logw, "  %s %5.1fs %7.0f jobs/s p50 %7.1f p99 %7.1f ms depth %6d dead %8d live %8d size %6.1f MB claims %5d x %6.1f entries %6.1f blocks\n",
+				label, s.At, s.Rate, s.P50, s.P99, s.Depth, s.Dead, s.Live, float64(s.Size)/1e6, s.Claims, s.Entries, s.Blocks)
 		}
 		if !next.Before(end) {
 			return out

@@ -17,19 +17,21 @@ import (
 // collector gathers what the worker processes of one system report,
 // across their restarts.
 type collector struct {
-	mu     sync.Mutex
-	done   int64     // handler completions of all incarnations
-	window histogram // pickup latencies since the last sample
-	phase  histogram // pickup latencies since the phase began
+	mu      sync.Mutex
+	done    int64     // handler completions of all incarnations
+	started int64     // handler starts of all incarnations
+	window  histogram // pickup latencies since the last sample
+	phase   histogram // pickup latencies since the phase began
 	// cpuExited is the CPU time (µs) of the incarnations that exited
 	// (from wait4's rusage); cpuLive the last that the running one
 	// reported.
 	cpuExited, cpuLive int64
 }
 
-func (c *collector) add(doneDelta int64, buckets [][2]uint64, cpu int64) {
+func (c *collector) add(startedDelta, doneDelta int64, buckets [][2]uint64, cpu int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.started += startedDelta
 	c.done += doneDelta
 	for _, b := range buckets {
 		c.window.addBucket(int(b[0]), b[1])
@@ -62,6 +64,12 @@ func (c *collector) takePhase() histogram {
 	h := c.phase
 	c.phase.reset()
 	return h
+}
+
+func (c *collector) startedJobs() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.started
 }
 
 func (c *collector) cpu() time.Duration {
@@ -133,15 +141,15 @@ func (w *workerProc) start() error {
 func (w *workerProc) read(stdout io.Reader, ready chan struct{}) {
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 1<<16), 1<<22)
-	var last int64
+	var last report
 	isReady := false
 	for sc.Scan() {
 		var r report
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			continue
 		}
-		w.col.add(r.Done-last, r.Hist, r.CPU)
-		last = r.Done
+		w.col.add(r.Started-last.Started, r.Done-last.Done, r.Hist, r.CPU)
+		last = r
 		if r.Ready && !isReady {
 			isReady = true
 			close(ready)
