@@ -12,11 +12,14 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/weirhq/weir/internal/defaults"
 )
 
 // Message is a message to publish.
@@ -92,28 +95,17 @@ type ConsumeOptions struct {
 // WithDefaults returns o with its defaults, or an error naming the bad
 // field.
 func (o ConsumeOptions) WithDefaults() (ConsumeOptions, error) {
-	switch {
-	case o.MaxDeliveries < 0:
-		return o, fmt.Errorf("broker: ConsumeOptions.MaxDeliveries %d is negative", o.MaxDeliveries)
-	case o.AckWait < 0:
-		return o, fmt.Errorf("broker: ConsumeOptions.AckWait %v is negative", o.AckWait)
-	case o.Prefetch < 0:
-		return o, fmt.Errorf("broker: ConsumeOptions.Prefetch %d is negative", o.Prefetch)
-	case o.DeadLetter == nil:
+	if err := cmp.Or(
+		defaults.Set("broker: ConsumeOptions.MaxDeliveries", &o.MaxDeliveries, DefaultMaxDeliveries),
+		defaults.Set("broker: ConsumeOptions.AckWait", &o.AckWait, DefaultAckWait),
+		defaults.Set("broker: ConsumeOptions.Prefetch", &o.Prefetch, DefaultPrefetch),
+	); err != nil {
+		return o, err
+	}
+	if o.DeadLetter == nil {
 		return o, errors.New("broker: ConsumeOptions.DeadLetter is nil; a message given up on must go somewhere")
 	}
-	if o.Group == "" {
-		o.Group = DefaultGroup
-	}
-	if o.MaxDeliveries == 0 {
-		o.MaxDeliveries = DefaultMaxDeliveries
-	}
-	if o.AckWait == 0 {
-		o.AckWait = DefaultAckWait
-	}
-	if o.Prefetch == 0 {
-		o.Prefetch = DefaultPrefetch
-	}
+	o.Group = cmp.Or(o.Group, DefaultGroup)
 	return o, nil
 }
 

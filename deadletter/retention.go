@@ -1,6 +1,7 @@
 package deadletter
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/internal/defaults"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/weirtype"
 )
@@ -73,29 +75,18 @@ type Result struct {
 // withDefaults returns r with its defaults filled in, or an error wrapping
 // ErrConfig that names the bad field.
 func (r Retention) withDefaults() (Retention, error) {
-	switch {
-	case r.ArchiveDir == "":
+	if r.ArchiveDir == "" {
 		return r, fmt.Errorf("%w: ArchiveDir is empty: name the directory that archives of purged dead letters go to", ErrConfig)
-	case r.MaxAge < 0:
-		return r, fmt.Errorf("%w: MaxAge %v is negative", ErrConfig, r.MaxAge)
-	case r.MaxCount < 0:
-		return r, fmt.Errorf("%w: MaxCount %d is negative", ErrConfig, r.MaxCount)
-	case r.BatchSize < 0:
-		return r, fmt.Errorf("%w: BatchSize %d is negative", ErrConfig, r.BatchSize)
 	}
-	if r.MaxAge == 0 {
-		r.MaxAge = DefaultMaxAge
-	}
-	if r.MaxCount == 0 {
-		r.MaxCount = DefaultMaxCount
-	}
-	if r.BatchSize == 0 {
-		r.BatchSize = DefaultBatchSize
+	if err := cmp.Or(
+		defaults.Set("MaxAge", &r.MaxAge, DefaultMaxAge),
+		defaults.Set("MaxCount", &r.MaxCount, DefaultMaxCount),
+		defaults.Set("BatchSize", &r.BatchSize, DefaultBatchSize),
+	); err != nil {
+		return r, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	r.Clock = clock.Or(r.Clock)
-	if r.Logger == nil {
-		r.Logger = slog.New(slog.DiscardHandler)
-	}
+	r.Logger = cmp.Or(r.Logger, slog.New(slog.DiscardHandler))
 	return r, nil
 }
 

@@ -36,6 +36,7 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -46,13 +47,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/weirhq/weir/internal/tracing"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/crashpoint"
+	"github.com/weirhq/weir/internal/defaults"
+	"github.com/weirhq/weir/internal/tracing"
 	"github.com/weirhq/weir/resilience/backoff"
 	"github.com/weirhq/weir/resilience/breaker"
 	"github.com/weirhq/weir/store"
@@ -218,10 +220,16 @@ func New(cfg Config) (*Relay, error) {
 		return bad("Store is nil")
 	case cfg.Broker == nil:
 		return bad("Broker is nil")
-	case cfg.Batch < 0:
-		return bad("Batch %d is negative", cfg.Batch)
-	case cfg.PollEvery < 0, cfg.LeaseFor < 0, cfg.Retention < 0, cfg.CleanupEvery < 0:
-		return bad("PollEvery, LeaseFor, Retention and CleanupEvery must not be negative")
+	}
+	const field = "outbox: Config."
+	if err := cmp.Or(
+		defaults.Set(field+"Batch", &cfg.Batch, DefaultBatch),
+		defaults.Set(field+"PollEvery", &cfg.PollEvery, DefaultPollEvery),
+		defaults.Set(field+"LeaseFor", &cfg.LeaseFor, DefaultLeaseFor),
+		defaults.Set(field+"Retention", &cfg.Retention, DefaultRetention),
+		defaults.Set(field+"CleanupEvery", &cfg.CleanupEvery, DefaultCleanupEvery),
+	); err != nil {
+		return nil, err
 	}
 	if err := cfg.Backoff.Validate(); err != nil {
 		return bad("Backoff: %w", err)
@@ -237,29 +245,13 @@ func New(cfg Config) (*Relay, error) {
 			return bad("Topics[%d] is empty", i)
 		}
 	}
-	if cfg.Source == "" {
-		cfg.Source = DefaultSource
-	}
+	cfg.Source = cmp.Or(cfg.Source, DefaultSource)
 	if cfg.ID == "" {
 		host, _ := os.Hostname()
 		cfg.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
-	def := func(v *time.Duration, d time.Duration) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	def(&cfg.PollEvery, DefaultPollEvery)
-	def(&cfg.LeaseFor, DefaultLeaseFor)
-	def(&cfg.Retention, DefaultRetention)
-	def(&cfg.CleanupEvery, DefaultCleanupEvery)
-	if cfg.Batch == 0 {
-		cfg.Batch = DefaultBatch
-	}
 	cfg.Clock = clock.Or(cfg.Clock)
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	if cfg.Breaker == nil {
 		br, err := breaker.New(breaker.Config{Name: "outbox broker", OpenDelay: cfg.ProbeAfter.Scheduled(1), Clock: cfg.Clock})
 		if err != nil {
@@ -443,13 +435,22 @@ func (r *Relay) Run(ctx context.Context) error {
 		if wait == 0 {
 			wait = r.cfg.PollEvery // the outbox is empty
 		}
-		t := r.cfg.Clock.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C():
+		if err := r.sleep(ctx, wait); err != nil {
+			return err
 		}
+	}
+}
+
+// sleep waits d on the relay's clock, or until ctx ends, and then returns
+// ctx's error.
+func (r *Relay) sleep(ctx context.Context, d time.Duration) error {
+	t := r.cfg.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C():
+		return nil
 	}
 }
 
@@ -482,12 +483,8 @@ func (r *Relay) declare(ctx context.Context) error {
 			level = slog.LevelWarn
 		}
 		r.log.Log(ctx, level, "outbox: declare the topics; will try again", "topics", r.cfg.Topics, "attempt", attempt, "retry_in", wait, "err", err.Error())
-		t := r.cfg.Clock.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C():
+		if err := r.sleep(ctx, wait); err != nil {
+			return err
 		}
 	}
 }
@@ -519,12 +516,7 @@ func (r *Relay) recordUntilDone(ctx context.Context, o outcome) {
 		}
 		wait := r.cfg.Backoff.Next(attempt, 0)
 		r.log.Error("record the outcome of a publish; will try again", "err", err.Error(), "retry_in", wait)
-		t := r.cfg.Clock.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-		case <-t.C():
-		}
+		_ = r.sleep(ctx, wait) // ended early: the next round records once more, as stopping
 	}
 }
 

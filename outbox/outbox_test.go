@@ -482,3 +482,23 @@ func TestRunLeavesNoGoroutinesWhenItStops(t *testing.T) {
 	}
 	before.Check(t, 10*time.Second)
 }
+
+// New names the field that is out of range.
+func TestNewNamesTheBadField(t *testing.T) {
+	s := openSQLite(t, "weir.db")
+	b := &fakeBroker{}
+	for name, cfg := range map[string]outbox.Config{
+		"Store":        {Broker: b},
+		"Broker":       {Store: s},
+		"Batch":        {Store: s, Broker: b, Batch: -1},
+		"PollEvery":    {Store: s, Broker: b, PollEvery: -time.Second},
+		"LeaseFor":     {Store: s, Broker: b, LeaseFor: -time.Second},
+		"Retention":    {Store: s, Broker: b, Retention: -time.Second},
+		"CleanupEvery": {Store: s, Broker: b, CleanupEvery: -time.Second},
+		"Topics[1]":    {Store: s, Broker: b, Topics: []string{"t", ""}},
+	} {
+		if _, err := outbox.New(cfg); err == nil || !strings.Contains(err.Error(), "outbox: Config."+name) {
+			t.Errorf("%s: %v, want an error naming Config.%s", name, err, name)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package nats
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/internal/defaults"
 	"github.com/weirhq/weir/internal/redact"
 	"github.com/weirhq/weir/resilience/backoff"
 )
@@ -102,63 +104,33 @@ type Config struct {
 // withDefaults returns c with its defaults, or an error naming the bad
 // field.
 func (c Config) withDefaults() (Config, error) {
-	switch {
-	case c.DedupeWindow < 0:
-		return c, fmt.Errorf("broker/nats: Config.DedupeWindow %v is negative", c.DedupeWindow)
-	case c.MaxAge < 0:
-		return c, fmt.Errorf("broker/nats: Config.MaxAge %v is negative", c.MaxAge)
-	case c.Replicas < 0:
-		return c, fmt.Errorf("broker/nats: Config.Replicas %d is negative", c.Replicas)
-	case c.PublishTimeout < 0:
-		return c, fmt.Errorf("broker/nats: Config.PublishTimeout %v is negative", c.PublishTimeout)
-	case c.ConnectTimeout < 0:
-		return c, fmt.Errorf("broker/nats: Config.ConnectTimeout %v is negative", c.ConnectTimeout)
-	case c.ReconnectWait < 0:
-		return c, fmt.Errorf("broker/nats: Config.ReconnectWait %v is negative", c.ReconnectWait)
-	case c.NakDelay < 0:
-		return c, fmt.Errorf("broker/nats: Config.NakDelay %v is negative", c.NakDelay)
+	const field = "broker/nats: Config."
+	if err := cmp.Or(
+		defaults.Set(field+"DedupeWindow", &c.DedupeWindow, DefaultDedupeWindow),
+		defaults.Set(field+"MaxAge", &c.MaxAge, 0),
+		defaults.Set(field+"Replicas", &c.Replicas, 1),
+		defaults.Set(field+"PublishTimeout", &c.PublishTimeout, DefaultPublishTimeout),
+		defaults.Set(field+"ConnectTimeout", &c.ConnectTimeout, DefaultConnectTimeout),
+		defaults.Set(field+"ReconnectWait", &c.ReconnectWait, DefaultReconnectWait),
+		defaults.Set(field+"NakDelay", &c.NakDelay, DefaultNakDelay),
+	); err != nil {
+		return c, err
 	}
-	if c.URL == "" {
-		c.URL = DefaultURL
-	}
+	c.URL = cmp.Or(c.URL, DefaultURL)
 	if err := checkURLs(c.URL); err != nil {
 		return c, err
 	}
-	if c.Name == "" {
-		c.Name = DefaultName
-	}
-	if c.StreamPrefix == "" {
-		c.StreamPrefix = DefaultStreamPrefix
-	}
+	c.Name = cmp.Or(c.Name, DefaultName)
+	c.StreamPrefix = cmp.Or(c.StreamPrefix, DefaultStreamPrefix)
 	for _, r := range c.StreamPrefix {
 		if !nameRune(r) {
 			return c, fmt.Errorf("broker/nats: Config.StreamPrefix %q has %q; use letters, digits, '_' and '-'", c.StreamPrefix, r)
 		}
 	}
-	if c.DedupeWindow == 0 {
-		c.DedupeWindow = DefaultDedupeWindow
-	}
 	if c.MaxAge > 0 && c.MaxAge < c.DedupeWindow {
 		return c, fmt.Errorf("broker/nats: Config.MaxAge %v is shorter than DedupeWindow %v", c.MaxAge, c.DedupeWindow)
 	}
-	if c.Replicas == 0 {
-		c.Replicas = 1
-	}
-	if c.PublishTimeout == 0 {
-		c.PublishTimeout = DefaultPublishTimeout
-	}
-	if c.ConnectTimeout == 0 {
-		c.ConnectTimeout = DefaultConnectTimeout
-	}
-	if c.ReconnectWait == 0 {
-		c.ReconnectWait = DefaultReconnectWait
-	}
-	if c.NakDelay == 0 {
-		c.NakDelay = DefaultNakDelay
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	c.Clock = clock.Or(c.Clock)
 	return c, nil
 }

@@ -1,6 +1,7 @@
 package rabbitmq
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/internal/defaults"
 	"github.com/weirhq/weir/resilience/backoff"
 )
 
@@ -109,36 +111,20 @@ type Config struct {
 // withDefaults returns c with its defaults, or an error naming the bad
 // field.
 func (c Config) withDefaults() (Config, error) {
-	switch {
-	case c.DeliveryLimit < 0:
-		return c, fmt.Errorf("rabbitmq: Config.DeliveryLimit %d is negative", c.DeliveryLimit)
-	case c.PublishTimeout < 0:
-		return c, fmt.Errorf("rabbitmq: Config.PublishTimeout %v is negative", c.PublishTimeout)
-	case c.DialTimeout < 0:
-		return c, fmt.Errorf("rabbitmq: Config.DialTimeout %v is negative", c.DialTimeout)
+	if err := cmp.Or(
+		defaults.Set("rabbitmq: Config.DeliveryLimit", &c.DeliveryLimit, DefaultDeliveryLimit),
+		defaults.Set("rabbitmq: Config.PublishTimeout", &c.PublishTimeout, DefaultPublishTimeout),
+		defaults.Set("rabbitmq: Config.DialTimeout", &c.DialTimeout, DefaultDialTimeout),
+	); err != nil {
+		return c, err
 	}
-	if c.URL == "" {
-		c.URL = DefaultURL
-	}
+	c.URL = cmp.Or(c.URL, DefaultURL)
 	if _, err := amqp.ParseURI(c.URL); err != nil {
 		// ParseURI's errors do not repeat the URL, which may hold a password.
 		return c, fmt.Errorf("rabbitmq: Config.URL: %w", err)
 	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.DeliveryLimit == 0 {
-		c.DeliveryLimit = DefaultDeliveryLimit
-	}
-	if c.DeadLetterExchange == "" {
-		c.DeadLetterExchange = DefaultDeadLetterExchange
-	}
-	if c.PublishTimeout == 0 {
-		c.PublishTimeout = DefaultPublishTimeout
-	}
-	if c.DialTimeout == 0 {
-		c.DialTimeout = DefaultDialTimeout
-	}
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
+	c.DeadLetterExchange = cmp.Or(c.DeadLetterExchange, DefaultDeadLetterExchange)
 	if c.Reconnect == (backoff.Backoff{}) {
 		c.Reconnect = DefaultReconnect
 	}

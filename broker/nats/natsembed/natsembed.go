@@ -1,6 +1,7 @@
 package natsembed
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/broker/nats"
+	"github.com/weirhq/weir/internal/defaults"
 )
 
 // LockFile is the file in Config.Dir that the embedded broker locks while
@@ -73,20 +75,15 @@ func (c Config) withDefaults() (Config, error) {
 		return c, errors.New("natsembed: Config.Dir is empty; JetStream needs a directory for its streams")
 	case c.Port < 0 || c.Port > 65535:
 		return c, fmt.Errorf("natsembed: Config.Port %d is not a port", c.Port)
-	case c.MaxStore < 0:
-		return c, fmt.Errorf("natsembed: Config.MaxStore %d is negative", c.MaxStore)
-	case c.StartTimeout < 0:
-		return c, fmt.Errorf("natsembed: Config.StartTimeout %v is negative", c.StartTimeout)
 	}
-	if c.Host == "" {
-		c.Host = DefaultHost
+	if err := cmp.Or(
+		defaults.Set("natsembed: Config.MaxStore", &c.MaxStore, 0),
+		defaults.Set("natsembed: Config.StartTimeout", &c.StartTimeout, DefaultStartTimeout),
+	); err != nil {
+		return c, err
 	}
-	if c.StartTimeout == 0 {
-		c.StartTimeout = DefaultStartTimeout
-	}
-	if c.Broker.Logger == nil {
-		c.Broker.Logger = slog.Default()
-	}
+	c.Host = cmp.Or(c.Host, DefaultHost)
+	c.Broker.Logger = cmp.Or(c.Broker.Logger, slog.Default())
 	return c, nil
 }
 
