@@ -9,8 +9,8 @@ import (
 
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/deadletter"
+	"github.com/weirhq/weir/internal/tempstore"
 	"github.com/weirhq/weir/store"
-	"github.com/weirhq/weir/store/sqlite"
 	"github.com/weirhq/weir/weirtype"
 )
 
@@ -36,22 +36,8 @@ func abandon(ctx context.Context, ex store.Executor, at time.Time, source string
 // then purged; the recent one stays.
 func Example() {
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "weir-example-")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer os.RemoveAll(dir)
-	s, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(dir, "weir.db")})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	s := tempstore.MustOpen(ctx) // sqlite.Open and Migrate, in a temporary directory
 	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		fmt.Println(err)
-		return
-	}
 	ex := s.Executor()
 	now := time.Date(2026, 1, 21, 15, 30, 0, 0, time.UTC)
 	if err := abandon(ctx, ex, now.Add(-8*24*time.Hour), "incoming/P001.txt"); err != nil {
@@ -70,7 +56,7 @@ func Example() {
 	}
 	fmt.Println("exported:", n)
 
-	archives := filepath.Join(dir, "archive")
+	archives := filepath.Join(s.Dir, "archive")
 	if err := os.Mkdir(archives, 0o700); err != nil {
 		fmt.Println(err)
 		return

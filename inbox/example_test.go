@@ -3,7 +3,6 @@ package inbox_test
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"log"
 	"log/slog"
@@ -29,7 +28,7 @@ func ExampleHandle() {
 			return err
 		}
 		if calls == 1 {
-			return errors.New("warehouse API: 503")
+			return fmt.Errorf("warehouse API: %d", 503)
 		}
 		return nil
 	}, inbox.Config{Logger: slog.New(slog.DiscardHandler)})

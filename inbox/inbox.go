@@ -16,13 +16,13 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/weirhq/weir/internal/tracing"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/crashpoint"
+	"github.com/weirhq/weir/internal/tracing"
 	"github.com/weirhq/weir/store"
 )
 

@@ -15,6 +15,7 @@ import (
 	"github.com/weirhq/weir/internal/crashpoint"
 	"github.com/weirhq/weir/internal/teststore"
 	"github.com/weirhq/weir/ledger"
+	"github.com/weirhq/weir/ledger/ledgertest"
 	"github.com/weirhq/weir/store"
 )
 
@@ -166,30 +167,8 @@ func TestKilledAfterTheEffect(t *testing.T) {
 
 var blobKey = store.EffectKey{Txn: "doc-1", Series: "blob", Ordinal: 1}
 
-// blobEffect writes the blob file in dir, and logs each write to the file
-// "writes"; its check looks for the blob.
-func blobEffect(dir string) ledger.Effect {
-	blob := filepath.Join(dir, "blob-1")
-	return ledger.Effect{
-		Run: func(context.Context) (string, error) {
-			f, err := os.OpenFile(filepath.Join(dir, "writes"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-			if err != nil {
-				return "", err
-			}
-			defer f.Close()
-			if _, err := f.WriteString("write\n"); err != nil {
-				return "", err
-			}
-			return "blob-1", os.WriteFile(blob, []byte("content"), 0o644)
-		},
-		Check: func(context.Context) (string, bool, error) {
-			_, err := os.Stat(blob)
-			if errors.Is(err, os.ErrNotExist) {
-				return "", false, nil
-			}
-			return "blob-1", err == nil, err
-		},
-	}
-}
+// blobEffect writes the blob file blob-1 in dir, and logs each write to
+// dir/writes; its check looks for the blob.
+func blobEffect(dir string) ledger.Effect { return ledgertest.FileEffect(dir, "blob-1") }
 
 func t0() time.Time { return time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) }

@@ -135,6 +135,19 @@ func openSQLite(t *testing.T, name string) *sqlite.Store {
 	return teststore.SQLite(t, filepath.Join(t.TempDir(), name))
 }
 
+// addNumbered adds n unkeyed messages of topic, with bodies name-0…, to
+// s's outbox.
+func addNumbered(t *testing.T, ctx context.Context, s store.Store, topic, name string, n int) {
+	t.Helper()
+	msgs := make([]store.OutboxMessage, n)
+	for i := range msgs {
+		msgs[i] = store.OutboxMessage{Topic: topic, Payload: fmt.Appendf(nil, "%s-%d", name, i)}
+	}
+	if _, err := outbox.Add(ctx, s.Executor(), time.Now(), msgs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // openEmbedded starts an embedded NATS broker for t, closed when t ends,
 // with topics declared.
 func openEmbedded(ctx context.Context, t *testing.T, topics ...string) *natsembed.Broker {

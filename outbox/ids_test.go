@@ -2,27 +2,23 @@ package outbox_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	natsgo "github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/broker/brokertest"
 	"github.com/weirhq/weir/broker/nats"
+	"github.com/weirhq/weir/broker/nats/natstest"
 	"github.com/weirhq/weir/broker/rabbitmq"
+	"github.com/weirhq/weir/broker/rabbitmq/rabbitmqtest"
 	"github.com/weirhq/weir/internal/eventually"
 	"github.com/weirhq/weir/internal/testenv"
 	"github.com/weirhq/weir/internal/teststore"
@@ -95,17 +91,11 @@ func idBroker(t *testing.T, name, topic string) broker.Broker {
 	switch name {
 	case "nats":
 		url := testenv.NATS(t)
-		suffix := make([]byte, 4)
-		_, _ = rand.Read(suffix)
-		prefix := "WEIRTEST_OUTBOX_" + strings.ToUpper(hex.EncodeToString(suffix)) + "_"
-		b, err := nats.Open(ctx, nats.Config{URL: url, StreamPrefix: prefix, Logger: logger})
+		b, err := nats.Open(ctx, nats.Config{URL: url, StreamPrefix: natstest.Prefix(t, url), Logger: logger})
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() {
-			b.Close()
-			deleteStreams(t, url, prefix)
-		})
+		t.Cleanup(func() { b.Close() })
 		return b
 	case "rabbitmq":
 		url := testenv.RabbitMQ(t)
@@ -115,58 +105,12 @@ func idBroker(t *testing.T, name, topic string) broker.Broker {
 		}
 		t.Cleanup(func() {
 			b.Close()
-			conn, err := amqp.Dial(url)
-			if err != nil {
-				t.Errorf("delete the test's queues: %v", err)
-				return
-			}
-			defer conn.Close()
-			for _, q := range []string{topic, topic + rabbitmq.DLQSuffix} {
-				ch, err := conn.Channel()
-				if err != nil {
-					t.Errorf("delete queue %s: %v", q, err)
-					return
-				}
-				if _, err := ch.QueueDelete(q, false, false, false); err != nil {
-					t.Errorf("delete queue %s: %v", q, err)
-				}
-				ch.Close()
-			}
+			rabbitmqtest.DeleteQueues(t, url, topic)
 		})
 		return b
 	}
 	t.Fatalf("no broker %s", name)
 	return nil
-}
-
-// deleteStreams deletes the streams of the NATS server at url whose names
-// begin with prefix.
-func deleteStreams(t *testing.T, url, prefix string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	nc, err := natsgo.Connect(url)
-	if err != nil {
-		t.Errorf("delete the test's streams: %v", err)
-		return
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Errorf("delete the test's streams: %v", err)
-		return
-	}
-	names := js.StreamNames(ctx)
-	for name := range names.Name() {
-		if strings.HasPrefix(name, prefix) {
-			if err := js.DeleteStream(ctx, name); err != nil {
-				t.Errorf("delete stream %s: %v", name, err)
-			}
-		}
-	}
-	if err := names.Err(); err != nil {
-		t.Errorf("list streams: %v", err)
-	}
 }
 
 // Two stores publishing to one NATS stream or one RabbitMQ queue, and a
@@ -258,13 +202,7 @@ func consumeOnce(t *testing.T, ctx context.Context, b broker.Broker, topic strin
 // relays them until the outbox is empty.
 func publishAll(t *testing.T, ctx context.Context, s store.Store, b broker.Broker, topic, name string, n int) {
 	t.Helper()
-	msgs := make([]store.OutboxMessage, n)
-	for i := range msgs {
-		msgs[i] = store.OutboxMessage{Topic: topic, Payload: fmt.Appendf(nil, "%s-%d", name, i)}
-	}
-	if _, err := outbox.Add(ctx, s.Executor(), time.Now(), msgs...); err != nil {
-		t.Fatal(err)
-	}
+	addNumbered(t, ctx, s, topic, name, n)
 	r, err := outbox.New(outbox.Config{Store: s, Broker: b, ID: "relay-" + name, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

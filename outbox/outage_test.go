@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"github.com/weirhq/weir/internal/eventually"
 	"github.com/weirhq/weir/internal/faultproxy"
 	"github.com/weirhq/weir/outbox"
-	"github.com/weirhq/weir/store"
 )
 
 // The relay publishes to a NATS server through a proxy that is cut for a
@@ -27,12 +25,8 @@ func TestBacklogDrainsSoonAfterABrokerOutage(t *testing.T) {
 	defer cancel()
 	const topic = "outage"
 	eb := openEmbedded(ctx, t, topic)
-	proxy, err := faultproxy.New(strings.TrimPrefix(eb.URL(), "nats://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
-	rb, err := nats.Open(ctx, nats.Config{URL: "nats://" + proxy.Addr(), Logger: slog.New(slog.DiscardHandler)})
+	proxy, via := faultproxy.ForURL(t, eb.URL())
+	rb, err := nats.Open(ctx, nats.Config{URL: via, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,16 +74,7 @@ func TestBacklogDrainsSoonAfterABrokerOutage(t *testing.T) {
 	// Unkeyed messages, so that the drain after the outage is a few
 	// pipelined publishes and what the test times is how soon the relay
 	// publishes again.
-	add := func(n int, name string) {
-		t.Helper()
-		msgs := make([]store.OutboxMessage, n)
-		for i := range msgs {
-			msgs[i] = store.OutboxMessage{Topic: topic, Payload: fmt.Appendf(nil, "%s-%d", name, i)}
-		}
-		if _, err := outbox.Add(ctx, s.Executor(), time.Now(), msgs...); err != nil {
-			t.Fatal(err)
-		}
-	}
+	add := func(n int, name string) { addNumbered(t, ctx, s, topic, name, n) }
 	add(100, "before")
 	waitDelivered(100, 30*time.Second)
 

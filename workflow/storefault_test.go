@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"path/filepath"
 	"strings"
@@ -276,21 +275,8 @@ func testSlowStoreOnTheLastAttempt(t *testing.T, slowRead bool, want weirtype.Wo
 			}
 			return workflow.Complete(nil), nil // done; the write is to be slow
 		}}}
-	ws := weir.NewWorkers()
-	eng, err := workflow.New(workflow.Config{Store: &slowStore{Store: s, slowRead: slowRead, delay: 300 * time.Millisecond}, Workers: ws,
-		Definitions: []*workflow.Definition{def}, Logger: slog.New(slog.DiscardHandler),
-		Step: weir.KindConfig{MaxAttempts: 1, Timeout: 50 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := weir.NewClient(weir.Config{Store: s, Workers: ws, ID: "w1", PollEvery: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Stop(context.Background()) })
+	slow := &slowStore{Store: s, slowRead: slowRead, delay: 300 * time.Millisecond}
+	eng := runningWith(t, slow, s, "w1", weir.KindConfig{MaxAttempts: 1, Timeout: 50 * time.Millisecond}, def)
 	start(t, s, eng, "w", "slow", nil)
 	eventually.True(t, "the workflow ended", 20*time.Second, func() (bool, string) {
 		dls, err := s.Executor().ListDeadLetters(context.Background(), store.DeadLetterFilter{})

@@ -18,7 +18,7 @@ import (
 	"github.com/weirhq/weir/internal/crashpoint"
 	"github.com/weirhq/weir/internal/eventually"
 	"github.com/weirhq/weir/internal/teststore"
-	"github.com/weirhq/weir/ledger"
+	"github.com/weirhq/weir/ledger/ledgertest"
 	"github.com/weirhq/weir/resilience/backoff"
 	"github.com/weirhq/weir/resilience/retry"
 	"github.com/weirhq/weir/store"
@@ -39,9 +39,14 @@ func running(t *testing.T, s workflow.Store, id string, defs ...*workflow.Defini
 // runningOn is running with the engine on es and the client on cs.
 func runningOn(t *testing.T, es, cs workflow.Store, id string, defs ...*workflow.Definition) *workflow.Engine {
 	t.Helper()
+	return runningWith(t, es, cs, id, weir.KindConfig{MaxAttempts: 3, Backoff: backoff.Constant(10 * time.Millisecond).WithJitter(backoff.JitterNone)}, defs...)
+}
+
+// runningWith is runningOn with step as the policy of the step jobs.
+func runningWith(t *testing.T, es, cs workflow.Store, id string, step weir.KindConfig, defs ...*workflow.Definition) *workflow.Engine {
+	t.Helper()
 	ws := weir.NewWorkers()
-	eng, err := workflow.New(workflow.Config{Store: es, Workers: ws, Definitions: defs, Logger: slog.New(slog.DiscardHandler),
-		Step: weir.KindConfig{MaxAttempts: 3, Backoff: backoff.Constant(10 * time.Millisecond).WithJitter(backoff.JitterNone)}})
+	eng, err := workflow.New(workflow.Config{Store: es, Workers: ws, Definitions: defs, Logger: slog.New(slog.DiscardHandler), Step: step})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,29 +286,9 @@ func TestKilledMidTransitionResumes(t *testing.T) {
 		teststore.ArmCrashPoint(t)
 	}
 	s := openStore(t, filepath.Join(dir, "weir.db"))
-	effect := func(name string) ledger.Effect {
-		path := filepath.Join(dir, name)
-		return ledger.Effect{
-			Run: func(context.Context) (string, error) {
-				f, err := os.OpenFile(filepath.Join(dir, "writes"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-				if err != nil {
-					return "", err
-				}
-				defer f.Close()
-				if _, err := f.WriteString(name + "\n"); err != nil {
-					return "", err
-				}
-				return name, os.WriteFile(path, []byte(name), 0o644)
-			},
-			Check: func(context.Context) (string, bool, error) {
-				_, err := os.Stat(path)
-				return name, err == nil, nil
-			},
-		}
-	}
 	step := func(name, next string) workflow.Handler {
 		return func(ctx context.Context, r *workflow.Run) (workflow.Next, error) {
-			if _, err := r.Ledger.Do(ctx, store.EffectKey{Txn: r.Workflow.ID, Series: name}, effect(name)); err != nil {
+			if _, err := r.Ledger.Do(ctx, store.EffectKey{Txn: r.Workflow.ID, Series: name}, ledgertest.FileEffect(dir, name)); err != nil {
 				return workflow.Next{}, err
 			}
 			if next == "" {
@@ -376,20 +361,7 @@ func TestTimeoutOnTheLastAttemptFailsTheWorkflow(t *testing.T) {
 			<-ctx.Done()
 			return workflow.Next{}, ctx.Err()
 		}}}
-	ws := weir.NewWorkers()
-	eng, err := workflow.New(workflow.Config{Store: s, Workers: ws, Definitions: []*workflow.Definition{def}, Logger: slog.New(slog.DiscardHandler),
-		Step: weir.KindConfig{MaxAttempts: 1, Timeout: 50 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := weir.NewClient(weir.Config{Store: s, Workers: ws, ID: "w1", PollEvery: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Stop(context.Background()) })
+	eng := runningWith(t, s, s, "w1", weir.KindConfig{MaxAttempts: 1, Timeout: 50 * time.Millisecond}, def)
 	start(t, s, eng, "w", "slow", nil)
 	if wf := waitEnded(t, s, "slow"); wf.Status != weirtype.WorkflowFailed || !strings.Contains(wf.Error, "context canceled") {
 		t.Fatalf("ended %+v, want failed by the timeout", wf)

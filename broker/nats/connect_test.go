@@ -3,7 +3,6 @@ package nats_test
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -22,13 +21,8 @@ import (
 func TestOpenWhileTheServerIsUnreachable(t *testing.T) {
 	t.Parallel()
 	eb := openEmbeddedTest(t)
-	proxy, err := faultproxy.New(strings.TrimPrefix(eb.URL(), "nats://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
+	proxy, url := faultproxy.ForURL(t, eb.URL())
 	proxy.Cut() // connections are closed as soon as they are accepted
-	url := "nats://" + proxy.Addr()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
@@ -76,12 +70,8 @@ func TestOpenRefusesABadURL(t *testing.T) {
 // attempt through.
 func TestConsumerWaitsItsBackoffOnTheClock(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "nats://" + ln.Addr().String()
-	ln.Close() // nothing answers there now
+	proxy, url := faultproxy.ForURL(t, "nats://127.0.0.1:4222")
+	proxy.Cut() // connections are closed as soon as they are accepted
 	fake := clock.NewFake(time.Date(2026, 1, 21, 15, 0, 0, 0, time.UTC))
 	b := openTest(t, nats.Config{URL: url, RetryFirstConnect: true, Clock: fake})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

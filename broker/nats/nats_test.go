@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/weirhq/weir/broker/brokertest"
 	"github.com/weirhq/weir/broker/nats"
 	"github.com/weirhq/weir/broker/nats/natsembed"
+	"github.com/weirhq/weir/broker/nats/natstest"
 	"github.com/weirhq/weir/internal/eventually"
 	"github.com/weirhq/weir/internal/testenv"
 )
@@ -60,43 +60,12 @@ func openTest(t *testing.T, cfg nats.Config) *nats.Broker {
 	return b
 }
 
-// systemPrefix returns a stream prefix of the calling test's own, and
-// deletes the streams named with it when the test ends, so that the
-// machine's server does not keep every run's messages.
-func systemPrefix(t *testing.T, url string) string {
-	t.Helper()
-	prefix := "WEIRTEST_" + strings.ToUpper(strings.TrimPrefix(brokertest.Topic(t), "weirtest.")) + "_"
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		b, err := nats.Open(ctx, nats.Config{URL: url, Logger: testLogger()})
-		if err != nil {
-			t.Errorf("delete the test's streams: %v", err)
-			return
-		}
-		defer b.Close()
-		js := nats.JetStream(b)
-		names := js.StreamNames(ctx)
-		for name := range names.Name() {
-			if strings.HasPrefix(name, prefix) {
-				if err := js.DeleteStream(ctx, name); err != nil {
-					t.Errorf("delete stream %s: %v", name, err)
-				}
-			}
-		}
-		if err := names.Err(); err != nil {
-			t.Errorf("list streams: %v", err)
-		}
-	})
-	return prefix
-}
-
 // TestSystemServer runs the conformance suite against the machine's NATS
 // server, which its restart case restarts.
 func TestSystemServer(t *testing.T) {
 	url := testenv.NATS(t)
 	brokertest.Run(t, brokertest.Harness{
-		Open:    opener(url, systemPrefix(t, url)),
+		Open:    opener(url, natstest.Prefix(t, url)),
 		Restart: func(t *testing.T) { restartSystemServer(t, url) },
 	})
 }
@@ -160,7 +129,7 @@ func TestMaxDeliveriesAdvisory(t *testing.T) {
 	t.Run("system", func(t *testing.T) {
 		url := testenv.NATS(t)
 		t.Parallel()
-		cfg := nats.Config{URL: url, StreamPrefix: systemPrefix(t, url)}
+		cfg := nats.Config{URL: url, StreamPrefix: natstest.Prefix(t, url)}
 		testDiesEachTime(t, func(t *testing.T) *nats.Broker { return openTest(t, cfg) })
 	})
 	t.Run("embedded", func(t *testing.T) {
@@ -354,7 +323,7 @@ func TestSlowLastDeliveryIsDeadLetteredOnce(t *testing.T) {
 	t.Run("system", func(t *testing.T) {
 		url := testenv.NATS(t)
 		t.Parallel()
-		testSlowLastDelivery(t, openTest(t, nats.Config{URL: url, StreamPrefix: systemPrefix(t, url)}))
+		testSlowLastDelivery(t, openTest(t, nats.Config{URL: url, StreamPrefix: natstest.Prefix(t, url)}))
 	})
 	t.Run("embedded", func(t *testing.T) {
 		t.Parallel()

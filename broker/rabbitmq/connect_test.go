@@ -22,18 +22,8 @@ import (
 func TestOpenWhileTheServerIsUnreachable(t *testing.T) {
 	rawURL := testenv.RabbitMQ(t)
 	t.Parallel()
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := faultproxy.New(u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
+	proxy, proxied := faultproxy.ForURL(t, rawURL)
 	proxy.Cut() // connections are closed as soon as they are accepted
-	u.Host = proxy.Addr()
-	proxied := u.String()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 

@@ -20,6 +20,7 @@ import (
 	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/broker/brokertest"
 	"github.com/weirhq/weir/broker/rabbitmq"
+	"github.com/weirhq/weir/broker/rabbitmq/rabbitmqtest"
 	"github.com/weirhq/weir/internal/testenv"
 	"github.com/weirhq/weir/resilience/backoff"
 )
@@ -131,36 +132,9 @@ func open(t *testing.T, rawURL string, cfg rabbitmq.Config) *tracked {
 		}
 		tb.mu.Lock()
 		defer tb.mu.Unlock()
-		deleteQueues(t, rawURL, tb.topics...)
+		rabbitmqtest.DeleteQueues(t, rawURL, tb.topics...)
 	})
 	return tb
-}
-
-// deleteQueues deletes the queues of topics and their dead-letter queues.
-func deleteQueues(t *testing.T, rawURL string, topics ...string) {
-	t.Helper()
-	if len(topics) == 0 {
-		return
-	}
-	conn, err := amqp.Dial(rawURL)
-	if err != nil {
-		t.Errorf("delete queues: %v", err)
-		return
-	}
-	defer conn.Close()
-	for _, topic := range topics {
-		for _, q := range []string{topic, topic + rabbitmq.DLQSuffix} {
-			ch, err := conn.Channel()
-			if err != nil {
-				t.Errorf("delete queue %s: %v", q, err)
-				return
-			}
-			if _, err := ch.QueueDelete(q, false, false, false); err != nil {
-				t.Errorf("delete queue %s: %v", q, err)
-			}
-			ch.Close()
-		}
-	}
 }
 
 // restart restarts the RabbitMQ application, keeping its data, and waits

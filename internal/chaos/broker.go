@@ -25,18 +25,14 @@ import (
 func startBroker(ctx context.Context, cfg *Config) (string, func(), error) {
 	switch b := cfg.Broker; b {
 	case "", BrokerHarness:
-		port, err := freePort()
-		if err != nil {
-			return "", nil, err
-		}
 		// The server's log is left out: a worker killed mid-request makes
 		// it warn, which is the harness's own doing.
-		srv, err := natsembed.Open(ctx, natsembed.Config{Dir: filepath.Join(cfg.Dir, "nats"), Port: port,
+		srv, err := natsembed.Open(ctx, natsembed.Config{Dir: filepath.Join(cfg.Dir, "nats"),
 			Broker: nats.Config{Logger: slog.New(slog.DiscardHandler)}})
 		if err != nil {
 			return "", nil, fmt.Errorf("chaos: start the harness's NATS server: %w", err)
 		}
-		cfg.NATS = fmt.Sprintf("nats://127.0.0.1:%d", port)
+		cfg.NATS = srv.URL()
 		return "in the harness's process at " + cfg.NATS, func() { _ = srv.Close() }, nil
 	case BrokerWorker:
 		return "embedded in each worker", func() {}, nil

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -93,21 +92,11 @@ func TestChaosCatchesAckBeforeCommit(t *testing.T) {
 // duplicated or orphaned.
 func TestChaosPostgresCuts(t *testing.T) {
 	raw := testenv.Postgres(t)
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := faultproxy.New(u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	via := *u
-	via.Host = p.Addr()
+	p, via := faultproxy.ForURL(t, raw)
 	schema := ownSchema(t, raw)
 	runChaos(t, chaos.Config{
 		Where:          chaos.Where{Dir: filepath.Join(t.TempDir(), "run"), Postgres: raw, Schema: schema},
-		WorkerPostgres: via.String(),
+		WorkerPostgres: via,
 		Faults:         envInt(t, "WEIR_CHAOS_FAULTS", 10),
 		Fault:          chaos.CutConnections(p),
 	})

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -182,25 +181,11 @@ func openBroker(ctx context.Context, w Where, logger *slog.Logger) (broker.Broke
 		b, err := nats.Open(ctx, nats.Config{URL: w.NATS, Name: workerID, Logger: logger})
 		return b, w.NATS, err
 	}
-	port, err := freePort()
-	if err != nil {
-		return nil, "", err
-	}
-	eb, err := natsembed.Open(ctx, natsembed.Config{Dir: filepath.Join(w.Dir, "nats"), Port: port, Broker: nats.Config{Logger: logger}})
+	eb, err := natsembed.Open(ctx, natsembed.Config{Dir: filepath.Join(w.Dir, "nats"), Broker: nats.Config{Logger: logger}})
 	if err != nil {
 		return nil, "", err
 	}
 	return eb, eb.URL(), nil
-}
-
-// freePort returns a loopback port that was free a moment ago.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // documentFlow is the workflow of one document: upload its pages, each a

@@ -26,9 +26,7 @@ func TestHitKillsOnThePassAfterTheCount(t *testing.T) {
 		fmt.Println("not reached")
 		return
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHitKillsOnThePassAfterTheCount$")
-	cmd.Env = append(os.Environ(), "CRASHPOINT_CHILD=1", crashpoint.Env+"=x:2")
-	out, err := cmd.Output()
+	out, err := runChild("TestHitKillsOnThePassAfterTheCount", "CRASHPOINT_CHILD=1", crashpoint.Env+"=x:2")
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) {
 		t.Fatalf("child: %v, want it killed; output %q", err, out)
@@ -49,9 +47,7 @@ func TestNothingArmedWithoutArm(t *testing.T) {
 		fmt.Println("passed unarmed")
 		return
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestNothingArmedWithoutArm$")
-	cmd.Env = append(os.Environ(), "CRASHPOINT_CHILD=unarmed", crashpoint.Env+"=x")
-	out, err := cmd.Output()
+	out, err := runChild("TestNothingArmedWithoutArm", "CRASHPOINT_CHILD=unarmed", crashpoint.Env+"=x")
 	if err != nil || !strings.Contains(string(out), "passed unarmed") {
 		t.Fatalf("child: %v, output %q; want it to pass the point unarmed", err, out)
 	}
@@ -67,4 +63,12 @@ func TestArmRefusesABadCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	crashpoint.Hit("x") // disarmed: returns
+}
+
+// runChild runs the test named test of this test binary in a process of
+// its own, with env added to its environment, and returns its output.
+func runChild(test string, env ...string) ([]byte, error) {
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), env...)
+	return cmd.Output()
 }

@@ -7,7 +7,9 @@ package faultproxy
 import (
 	"io"
 	"net"
+	"net/url"
 	"sync"
+	"testing"
 )
 
 // Proxy forwards the connections it accepts to a target address.
@@ -31,6 +33,25 @@ func New(target string) (*Proxy, error) {
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
+}
+
+// ForURL starts a proxy in front of the server of rawURL (its host and
+// port), closed when t ends, and returns it with rawURL made to go
+// through it: the same URL, its host the proxy's address.
+func ForURL(t testing.TB, rawURL string) (*Proxy, string) {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatalf("faultproxy: %v", err)
+	}
+	p, err := New(u.Host)
+	if err != nil {
+		t.Fatalf("faultproxy: %v", err)
+	}
+	t.Cleanup(func() { p.Close() })
+	via := *u
+	via.Host = p.Addr()
+	return p, via.String()
 }
 
 // Addr is the proxy's address, to dial instead of the target.

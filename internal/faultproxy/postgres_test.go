@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -36,20 +35,11 @@ func (effectArgs) Kind() string { return "faultproxy.effect" }
 func TestEngineRidesOutCutConnections(t *testing.T) {
 	ctx := context.Background()
 	raw := testenv.Postgres(t)
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := faultproxy.New(u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	u.Host = p.Addr()
+	p, via := faultproxy.ForURL(t, raw)
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	schema := "faultproxy_" + hex.EncodeToString(b)
-	st, err := postgres.Open(ctx, postgres.Config{URL: u.String(), Schema: schema, MaxConns: 8})
+	st, err := postgres.Open(ctx, postgres.Config{URL: via, Schema: schema, MaxConns: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
