@@ -2,6 +2,7 @@ package admin_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -145,20 +146,7 @@ func TestJobs(t *testing.T) {
 	}
 
 	// Pages walk every job once.
-	var seen []int64
-	target := "/api/admin/jobs?limit=2"
-	for pages := 0; ; pages++ {
-		if pages > 5 {
-			t.Fatal("pages never end")
-		}
-		res := fx.ok(http.StatusOK, http.MethodGet, target, "")
-		seen = append(seen, numbers(field(res.body["jobs"], "id"))...)
-		next, ok := res.body["next_before"].(float64)
-		if !ok {
-			break
-		}
-		target = fmt.Sprintf("/api/admin/jobs?limit=2&before=%d", int64(next))
-	}
+	seen := fx.pageIDs("/api/admin/jobs?limit=2", "jobs", "next_before", "before")
 	if !slices.Equal(seen, []int64{b[1], b[0], a[2], a[1], a[0]}) {
 		t.Errorf("paged %v, want each job once, newest first", seen)
 	}
@@ -244,17 +232,7 @@ func TestDeadLetters(t *testing.T) {
 			t.Errorf("GET %s: %v, want %v", target, got, want)
 		}
 	}
-	var seen []int64
-	target := "/api/admin/dead-letters?limit=2"
-	for range 5 {
-		res := fx.ok(http.StatusOK, http.MethodGet, target, "")
-		seen = append(seen, numbers(field(res.body["dead_letters"], "id"))...)
-		next, ok := res.body["next_after"].(float64)
-		if !ok {
-			break
-		}
-		target = fmt.Sprintf("/api/admin/dead-letters?limit=2&after=%d", int64(next))
-	}
+	seen := fx.pageIDs("/api/admin/dead-letters?limit=2", "dead_letters", "next_after", "after")
 	if !slices.Equal(seen, all) {
 		t.Errorf("paged %v, want each once: %v", seen, all)
 	}
@@ -478,7 +456,7 @@ func TestReindex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	open := &fixture{t: t, h: h, logs: &syncBuffer{}}
+	open := &fixture{t: t, h: h, logs: &bytes.Buffer{}}
 	open.ok(http.StatusNotFound, http.MethodPost, "/api/admin/reindex", "")
 }
 
@@ -496,7 +474,7 @@ func TestAdminTakesOnlyTheStoreItUses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	open := &fixture{t: t, h: h, logs: &syncBuffer{}}
+	open := &fixture{t: t, h: h, logs: &bytes.Buffer{}}
 	for _, path := range []string{"/api/admin/jobs", "/api/admin/dead-letters", "/api/admin/workflows", "/api/admin/outbox", "/api/admin/stuck"} {
 		open.ok(http.StatusOK, http.MethodGet, path, "")
 	}

@@ -6,28 +6,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 
 	"github.com/weirhq/weir/admin"
-	"github.com/weirhq/weir/store/sqlite"
+	"github.com/weirhq/weir/internal/tempstore"
 )
 
 // Serve the admin API over a store, behind a bearer token.
 func Example() {
-	ctx := context.Background()
-	dir, _ := os.MkdirTemp("", "weir-admin-")
-	defer os.RemoveAll(dir)
-	s, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(dir, "weir.db")})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	s := tempstore.MustOpen(context.Background()) // sqlite.Open and Migrate, in a temporary directory
 	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		fmt.Println(err)
-		return
-	}
 	h, err := admin.New(admin.Config{Store: s.Executor(), Token: "s3cret"})
 	if err != nil {
 		fmt.Println(err)

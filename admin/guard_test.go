@@ -1,6 +1,7 @@
 package admin_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -90,7 +91,7 @@ func TestProtect(t *testing.T) {
 func TestClientGoneIsNotAnError(t *testing.T) {
 	t.Parallel()
 	fx := newFixture(t, "tok")
-	logs := &syncBuffer{}
+	logs := &bytes.Buffer{}
 	h, err := admin.New(admin.Config{Store: fx.ex, Token: "tok", Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -25,24 +26,6 @@ import (
 
 // t0 is the fixture's clock at its start.
 var t0 = time.Date(2026, 1, 21, 15, 30, 0, 0, time.UTC)
-
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // fakeReindex records the reconciliations started.
 type fakeReindex struct {
@@ -71,7 +54,7 @@ type fixture struct {
 	ex       store.Executor
 	h        http.Handler
 	clk      *clock.Fake
-	logs     *syncBuffer
+	logs     *bytes.Buffer
 	llm, idx *breaker.Breaker
 	reindex  *fakeReindex
 	token    string
@@ -80,7 +63,7 @@ type fixture struct {
 func newFixture(t testing.TB, token string) *fixture {
 	t.Helper()
 	st := teststore.SQLite(t, filepath.Join(t.TempDir(), "weir.db"))
-	fx := &fixture{t: t, ex: st.Executor(), clk: clock.NewFake(t0), logs: &syncBuffer{}, reindex: &fakeReindex{}, token: token}
+	fx := &fixture{t: t, ex: st.Executor(), clk: clock.NewFake(t0), logs: &bytes.Buffer{}, reindex: &fakeReindex{}, token: token}
 	var err error
 	if fx.llm, err = breaker.New(breaker.Config{Name: "llm", Clock: fx.clk}); err != nil {
 		t.Fatal(err)
@@ -130,8 +113,7 @@ func (fx *fixture) doAuth(method, target, body, auth string) response {
 	if body != "" || method == http.MethodPost {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	rec := httptest.NewRecorder()
-	fx.h.ServeHTTP(rec, req)
+	rec := serve(fx.h, req)
 	res := response{code: rec.Code, header: rec.Header(), raw: rec.Body.String()}
 	if ct := rec.Header().Get("Content-Type"); ct == "application/json" {
 		if err := json.Unmarshal(rec.Body.Bytes(), &res.body); err != nil {
@@ -268,6 +250,28 @@ func httptestRequest(method, target, body, contentType, auth string) *http.Reque
 		r.Header.Set("Authorization", auth)
 	}
 	return r
+}
+
+// pageIDs walks the pages of the list at first (a URL with a query),
+// each page's cursor answered under cursor and sent back as the parameter
+// param, and returns the ids of the items under key, in order. It fails
+// the test past five pages.
+func (fx *fixture) pageIDs(first, key, cursor, param string) []int64 {
+	fx.t.Helper()
+	var seen []int64
+	target := first
+	for pages := 0; ; pages++ {
+		if pages > 5 {
+			fx.t.Fatalf("the pages of %s never end", first)
+		}
+		res := fx.ok(http.StatusOK, http.MethodGet, target, "")
+		seen = append(seen, numbers(field(res.body[key], "id"))...)
+		next, ok := res.body[cursor].(float64)
+		if !ok {
+			return seen
+		}
+		target = fmt.Sprintf("%s&%s=%d", first, param, int64(next))
+	}
 }
 
 // serve runs r through h.

@@ -84,28 +84,10 @@ func (f *fakeService) Ready(ctx context.Context) error {
 	return f.ready(ctx)
 }
 
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // newAPI returns the handler over svc, and the buffer its log goes to.
-func newAPI(t testing.TB, svc api.Service, metrics http.Handler) (http.Handler, *syncBuffer) {
+func newAPI(t testing.TB, svc api.Service, metrics http.Handler) (http.Handler, *bytes.Buffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &bytes.Buffer{}
 	h, err := api.New(api.Config{Service: svc, Metrics: metrics, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatalf("New: %v", err)

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -136,7 +137,7 @@ func TestProbesAnswerAnyHost(t *testing.T) {
 func TestClientGoneIsNotAnError(t *testing.T) {
 	t.Parallel()
 	svc := &fakeService{search: func(string, int) ([]search.Hit, error) { return nil, context.Canceled }}
-	var logs syncBuffer
+	var logs bytes.Buffer
 	h, err := api.New(api.Config{Service: svc, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +150,7 @@ func TestClientGoneIsNotAnError(t *testing.T) {
 		t.Errorf("a request cancelled by its client was logged as: %s", logs.String())
 	}
 	// A real failure still is an error.
-	logs = syncBuffer{}
+	logs.Reset()
 	svc.search = func(string, int) ([]search.Hit, error) { return nil, errors.New("disk on fire") }
 	h.ServeHTTP(httptest.NewRecorder(), request(http.MethodGet, "/api/search?q=x", "127.0.0.1:8080", ""))
 	if !strings.Contains(logs.String(), "level=ERROR") {

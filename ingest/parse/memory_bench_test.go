@@ -7,29 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/weirhq/weir/ingest/corpusgen"
 	"github.com/weirhq/weir/ingest/parse"
 )
-
-// corpusText is n bytes (about) of English prose in paragraphs.
-func corpusText(n int) []byte {
-	sentences := []string{
-		"The reservoir levels dropped again this week.",
-		"Engineers from the water board inspected the gates on Monday, and they found that two of them were leaking.",
-		"The board will replace the gates before the rainy season.",
-		"Monitoring of the reservoir continues every day, café owners nearby say.",
-	}
-	var b strings.Builder
-	b.Grow(n + 200)
-	for i := 0; b.Len() < n; i++ {
-		b.WriteString(sentences[i%len(sentences)])
-		if i%5 == 4 {
-			b.WriteString("\n\n")
-		} else {
-			b.WriteByte(' ')
-		}
-	}
-	return []byte(b.String())
-}
 
 // corpusMarkdown is n bytes (about) of Markdown with headings, emphasis,
 // links, lists, code and quotes.
@@ -49,7 +29,7 @@ func corpusMarkdown(n int) []byte {
 // corpusMbox is n bytes (about) of mbox: plain, quoted-printable and
 // base64 messages in turn.
 func corpusMbox(n int) []byte {
-	body := string(corpusText(2000))
+	body := string(corpusgen.Prose(2000))
 	b64 := base64.StdEncoding.EncodeToString([]byte(body))
 	var lines []string
 	for len(b64) > 76 {
@@ -82,7 +62,7 @@ func BenchmarkFile20MB(b *testing.B) {
 		name string
 		data []byte
 	}{
-		{"a.txt", corpusText(twentyMB)},
+		{"a.txt", corpusgen.Prose(twentyMB)},
 		{"a.md", corpusMarkdown(twentyMB)},
 		{"a.mbox", corpusMbox(twentyMB)},
 	} {
@@ -118,7 +98,7 @@ func TestParseAllocatesLittle(t *testing.T) {
 		name string
 		data []byte
 	}{
-		{"a.txt", corpusText(size)},
+		{"a.txt", corpusgen.Prose(size)},
 		{"a.md", corpusMarkdown(size)},
 		{"a.mbox", corpusMbox(size)},
 	} {

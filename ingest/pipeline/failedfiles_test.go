@@ -2,7 +2,6 @@ package pipeline_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -28,10 +27,7 @@ func TestErrorJSONHasTheDesignShape(t *testing.T) {
 	archive = append(archive, []byte("From x@example.org Tue Feb  4 09:08:00 2025\nFrom: x@example.org\nSubject: ...\n\n... --- ...\n\n")...)
 	drop(t, h.dir, "lists/club.mbox", archive)
 	h.start()
-	waitFor(t, "both failures written", waitTimeout, func() (bool, string) {
-		n := count(t, h.db, `SELECT count(*) FROM ingest_failures`)
-		return n == 2, fmt.Sprintf("%d failures written", n)
-	})
+	h.waitFailures("both failures written", 0, 2)
 	hexID := regexp.MustCompile(`^[0-9a-f]{64}$`)
 	utcSecond := regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$`)
 	for _, tc := range []struct {
@@ -115,11 +111,7 @@ func TestCopiesAreNoMoreReadableThanTheirSource(t *testing.T) {
 		}
 	}
 	h.start()
-	waitFor(t, "the files to end", waitTimeout, func() (bool, string) {
-		ok, state := settled(t, h.db, 3)
-		n := count(t, h.db, `SELECT count(*) FROM ingest_failures`)
-		return ok && n == 2, fmt.Sprintf("%s, %d failures written", state, n)
-	})
+	h.waitFailures("the files to end", 3, 2)
 	want := map[string]os.FileMode{
 		"processed/home/good.txt":               0o640,
 		"processed/home/club.mbox":              0o600,

@@ -80,10 +80,7 @@ func TestSaveFailsRetriesThenDeadLetters(t *testing.T) {
 		t.Fatal("the save job died within its one-second backoff: the check above proves nothing")
 	}
 
-	waitFor(t, "the document to be written to failed/", waitTimeout, func() (bool, string) {
-		ok, state := settled(t, h.db, 2)
-		return ok && count(t, h.db, `SELECT count(*) FROM ingest_failures`) == 1, state
-	})
+	h.waitFailures("the document to be written to failed/", 2, 1)
 	dls := deadLetters(t, h.db)
 	if len(dls) != 1 || dls[0].Kind != pipeline.KindSave || dls[0].Attempts != 2 || !strings.Contains(dls[0].LastError, "injected") {
 		t.Fatalf("dead letters = %+v, want the save job after 2 attempts, failed by the trigger", dls)

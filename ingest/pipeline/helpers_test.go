@@ -339,6 +339,20 @@ func docIDs(t *testing.T, db *appdb.DB, status string) []string {
 	return out
 }
 
+// waitFailures waits until failures dead-lettered documents or files have
+// been written to failed/ and, unless files is 0, files have settled.
+func (h *harness) waitFailures(what string, files, failures int) {
+	h.t.Helper()
+	waitFor(h.t, what, waitTimeout, func() (bool, string) {
+		ok, state := true, "the files not waited for"
+		if files > 0 {
+			ok, state = settled(h.t, h.db, files)
+		}
+		n := count(h.t, h.db, `SELECT count(*) FROM ingest_failures`)
+		return ok && n == failures, fmt.Sprintf("%s, %d of %d failures written", state, n, failures)
+	})
+}
+
 // settled reports whether n files are processed or failed and every
 // saved document is indexed or has an index error: the service has
 // nothing left to do with them.

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -367,11 +366,7 @@ func TestPoisonFilesGoToFailed(t *testing.T) {
 	good := readCorpus(t, "notes/chess-doubled-pawns.txt")
 	drop(t, h.dir, "inbox/good.txt", good)
 	h.start()
-	waitFor(t, "the poison to be written to failed/", waitTimeout, func() (bool, string) {
-		ok, state := settled(t, h.db, len(candidates)+1)
-		n := count(t, h.db, `SELECT count(*) FROM ingest_failures`)
-		return ok && n == poison, fmt.Sprintf("%s, %d failures written of %d", state, n, poison)
-	})
+	h.waitFailures("the poison to be written to failed/", len(candidates)+1, poison)
 	end := time.Now()
 
 	dls := deadLetters(t, h.db)
@@ -479,10 +474,7 @@ func TestMboxPoisonMessage(t *testing.T) {
 	}
 	drop(t, h.dir, rel, []byte(archive))
 	h.start()
-	waitFor(t, "the archive to settle", waitTimeout, func() (bool, string) {
-		ok, state := settled(t, h.db, 1)
-		return ok && count(t, h.db, `SELECT count(*) FROM ingest_failures`) == 1, state
-	})
+	h.waitFailures("the archive to settle", 1, 1)
 
 	fileID := pipeline.FileID(rel, pipeline.ETag([]byte(archive)))
 	dir := filepath.Join(h.dir, pipeline.FailedDir, "lists", "mixed.mbox#2")
@@ -531,10 +523,7 @@ func TestUnsupportedExtension(t *testing.T) {
 	content := []byte(`{"not": "a document weir reads"}`)
 	drop(t, h.dir, "data.json", content)
 	h.start()
-	waitFor(t, "the file to be written to failed/", waitTimeout, func() (bool, string) {
-		n := count(t, h.db, `SELECT count(*) FROM ingest_failures`)
-		return n == 1, "no failure written"
-	})
+	h.waitFailures("the file to be written to failed/", 0, 1)
 	dir := filepath.Join(h.dir, pipeline.FailedDir, "default", "data.json")
 	f := readFailure(t, dir)
 	if want := []string{"data.json", "error.json", "metadata.json"}; !slices.Equal(f.files, want) {
@@ -582,10 +571,7 @@ func TestFailedFileCopiedAgainLeavesIncoming(t *testing.T) {
 		drop(t, h.dir, rel, b)
 	}
 	h.start()
-	waitFor(t, "both files to be written to failed/", waitTimeout, func() (bool, string) {
-		n := count(t, h.db, `SELECT count(*) FROM ingest_failures`)
-		return n == 2, fmt.Sprintf("%d failures written", n)
-	})
+	h.waitFailures("both files to be written to failed/", 0, 2)
 	jobs := len(jobsOf(t, h.db, pipeline.KindParse))
 	for rel, b := range files {
 		drop(t, h.dir, rel, b)

@@ -64,11 +64,7 @@ func TestParseOverItsTimeLimitFailsAtOnce(t *testing.T) {
 	drop(t, h.dir, "inbox/slow.md", content)
 	drop(t, h.dir, "inbox/quick.md", []byte("# Quick\n\nA text the parser reads at once."))
 	h.start()
-	waitFor(t, "the slow file to fail", waitTimeout, func() (bool, string) {
-		ok, state := settled(t, h.db, 2)
-		n := count(t, h.db, `SELECT count(*) FROM ingest_failures`)
-		return ok && n == 1, fmt.Sprintf("%s, %d failures written", state, n)
-	})
+	h.waitFailures("the slow file to fail", 2, 1)
 	dir := filepath.Join(h.dir, pipeline.FailedDir, "inbox", "slow.md")
 	f := readFailure(t, dir)
 	if f.meta.Stage != pipeline.KindParse || f.err.Attempts != 1 || !strings.Contains(f.err.LastError, "time limit of 200ms") {
@@ -143,11 +139,7 @@ func TestFileLargerThanTheLimitIsPoison(t *testing.T) {
 	drop(t, h.dir, "inbox/large.txt", large)
 	drop(t, h.dir, "inbox/limit.txt", atLimit)
 	h.start()
-	waitFor(t, "the large file to fail", waitTimeout, func() (bool, string) {
-		ok, state := settled(t, h.db, 2)
-		n := count(t, h.db, `SELECT count(*) FROM ingest_failures`)
-		return ok && n == 1, fmt.Sprintf("%s, %d failures written", state, n)
-	})
+	h.waitFailures("the large file to fail", 2, 1)
 	dir := filepath.Join(h.dir, pipeline.FailedDir, "inbox", "large.txt")
 	f := readFailure(t, dir)
 	if f.meta.Stage != pipeline.KindParse || f.err.Attempts != 1 || !strings.Contains(f.err.LastError, "43.0 KiB, more than the limit of 4.0 KiB") {

@@ -13,34 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirhq/weir/ingest/corpusgen"
 	"github.com/weirhq/weir/ingest/extract"
 	"github.com/weirhq/weir/ingest/pipeline"
 )
 
-// largeText is about n bytes of English prose in paragraphs, valid UTF-8.
-func largeText(n int) []byte {
-	sentences := []string{
-		"The reservoir levels dropped again this week.",
-		"Engineers from the water board inspected the gates on Monday, and they found that two of them were leaking.",
-		"The board will replace the gates before the rainy season.",
-		"Monitoring of the reservoir continues every day, café owners nearby say.",
-	}
-	var b strings.Builder
-	b.Grow(n + 200)
-	for i := 0; b.Len() < n; i++ {
-		b.WriteString(sentences[i%len(sentences)])
-		if i%5 == 4 {
-			b.WriteString("\n\n")
-		} else {
-			b.WriteByte(' ')
-		}
-	}
-	return []byte(b.String())
-}
-
 // largeArchive is an mbox of about n bytes: messages of 64 KiB of prose.
 func largeArchive(n int) []byte {
-	body := largeText(64 << 10)
+	body := corpusgen.Prose(64 << 10)
 	var b []byte
 	for i := 0; len(b) < n; i++ {
 		b = fmt.Appendf(b, "From list@example.org Tue Feb  4 09:08:00 2025\nFrom: list@example.org\nSubject: Reservoir %d\n\n", i)
@@ -153,7 +133,7 @@ func TestMemoryOfALargeFile(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, func(c *pipeline.Config) { c.Extractor = tc.ex })
-			content := largeText(size)
+			content := corpusgen.Prose(size)
 			if strings.HasSuffix(tc.file, ".mbox") {
 				content = largeArchive(size)
 			}

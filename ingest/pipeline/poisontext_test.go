@@ -3,7 +3,6 @@ package pipeline_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -54,11 +53,7 @@ func TestBadBytesArePoisonPerMessageOnBothStores(t *testing.T) {
 			badName := "inbox/r\xe9sum\xe9.txt"
 			drop(t, h.dir, badName, []byte("A good text with a name that is not UTF-8."))
 			h.start()
-			waitFor(t, "the failures to be written", waitTimeout, func() (bool, string) {
-				ok, state := settled(t, h.db, 2)
-				n := count(t, h.db, `SELECT count(*) FROM ingest_failures`)
-				return ok && n == 4, fmt.Sprintf("%s, %d failures written", state, n)
-			})
+			h.waitFailures("the failures to be written", 2, 4)
 
 			fileID := pipeline.FileID(rel, pipeline.ETag(archive))
 			for key, want := range map[string]struct{ reason, original string }{

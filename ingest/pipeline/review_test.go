@@ -71,9 +71,7 @@ func TestSameNameFailuresKeepTheirFolders(t *testing.T) {
 	drop(t, h.dir, "src/a/x.txt", []byte("\x00 first"))
 	drop(t, h.dir, "src/b/x.txt", []byte("\x00 second"))
 	h.start()
-	waitFor(t, "both failures written", waitTimeout, func() (bool, string) {
-		return count(t, h.db, `SELECT count(*) FROM ingest_failures`) == 2, "not yet"
-	})
+	h.waitFailures("both failures written", 0, 2)
 	for dir, want := range map[string]string{"a": "\x00 first", "b": "\x00 second"} {
 		b, err := os.ReadFile(filepath.Join(h.dir, pipeline.FailedDir, "src", dir, "x.txt", "x.txt"))
 		if err != nil || string(b) != want {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -93,6 +92,14 @@ func (d dlqFilterFlags) filter() (store.DeadLetterFilter, error) {
 	return f, usageError{fmt.Sprintf("-reason %q is unknown: want %s", printable(d.reason), reasonNames())}
 }
 
+// filterOnly is the filter of a command that takes no arguments.
+func (d dlqFilterFlags) filterOnly(args []string) (store.DeadLetterFilter, error) {
+	if err := noArgs(args); err != nil {
+		return store.DeadLetterFilter{}, err
+	}
+	return d.filter()
+}
+
 func (d dlqFilterFlags) set() bool {
 	return d.kind != "" || d.queue != "" || d.reason != "" || d.job != 0
 }
@@ -122,10 +129,7 @@ func setupDLQList(fs *flag.FlagSet) subRun {
 	after := fs.Int64("after", 0, "list those with an id above `ID`: the last id of the previous page")
 	asJSON := fs.Bool("json", false, "print one JSON record a line (deadletter.Record) instead of a table")
 	return func(ctx context.Context, s streams, sf storeFlags, args []string) error {
-		if err := noArgs(args); err != nil {
-			return err
-		}
-		f, err := sel.filter()
+		f, err := sel.filterOnly(args)
 		if err != nil {
 			return err
 		}
@@ -204,25 +208,13 @@ func writeIndented(w io.Writer, v any) error {
 }
 
 func setupDLQShow(fs *flag.FlagSet) subRun {
-	return func(ctx context.Context, s streams, sf storeFlags, args []string) error {
-		if len(args) != 1 {
-			return usageError{"want one dead-letter ID"}
-		}
-		ids, err := parseIDs("dead-letter", args)
+	return showByID("dead letter", "dead-letter", func(ctx context.Context, ex store.Executor, id int64) (any, error) {
+		dl, err := ex.GetDeadLetter(ctx, id)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		return withExecutor(ctx, sf, func(ex store.Executor) error {
-			dl, err := ex.GetDeadLetter(ctx, ids[0])
-			if errors.Is(err, store.ErrNotFound) {
-				return fmt.Errorf("no dead letter %d", ids[0])
-			}
-			if err != nil {
-				return err
-			}
-			return writeIndented(s.stdout, deadletter.RecordOf(dl))
-		})
-	}
+		return deadletter.RecordOf(dl), nil
+	})
 }
 
 func setupDLQExport(fs *flag.FlagSet) subRun {
@@ -231,10 +223,7 @@ func setupDLQExport(fs *flag.FlagSet) subRun {
 	out := fs.String("o", "", "write to `FILE` (made, or replaced once the export succeeds) instead of stdout")
 	limit := fs.Int("limit", 0, "export at most `N` dead letters (0: all)")
 	return func(ctx context.Context, s streams, sf storeFlags, args []string) error {
-		if err := noArgs(args); err != nil {
-			return err
-		}
-		f, err := sel.filter()
+		f, err := sel.filterOnly(args)
 		if err != nil {
 			return err
 		}

@@ -170,23 +170,36 @@ func jobRecordOf(j *weirtype.Job) jobRecord {
 }
 
 func setupJobsShow(fs *flag.FlagSet) subRun {
+	return showByID("job", "job", func(ctx context.Context, ex store.Executor, id int64) (any, error) {
+		j, err := ex.GetJob(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return jobRecordOf(j), nil
+	})
+}
+
+// showByID is a "show ID" subcommand: get reads the item with the id,
+// what names it ("dead letter"), in an ID's name ("dead-letter ID") idName,
+// and its record is printed as indented JSON.
+func showByID(what, idName string, get func(ctx context.Context, ex store.Executor, id int64) (any, error)) subRun {
 	return func(ctx context.Context, s streams, sf storeFlags, args []string) error {
 		if len(args) != 1 {
-			return usageError{"want one job ID"}
+			return usageError{"want one " + idName + " ID"}
 		}
-		ids, err := parseIDs("job", args)
+		ids, err := parseIDs(idName, args)
 		if err != nil {
 			return err
 		}
 		return withExecutor(ctx, sf, func(ex store.Executor) error {
-			j, err := ex.GetJob(ctx, ids[0])
+			v, err := get(ctx, ex, ids[0])
 			if errors.Is(err, store.ErrNotFound) {
-				return fmt.Errorf("no job %d", ids[0])
+				return fmt.Errorf("no %s %d", what, ids[0])
 			}
 			if err != nil {
 				return err
 			}
-			return writeIndented(s.stdout, jobRecordOf(j))
+			return writeIndented(s.stdout, v)
 		})
 	}
 }
