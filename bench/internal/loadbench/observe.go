@@ -44,11 +44,11 @@ type observer struct {
 	lastAt   time.Time
 	lastCnt  counters
 	// backend CPU: the last CPU time read of each backend pid, and the
-	// total of the increases seen.
-	backends   map[int]time.Duration
-	backendCPU time.Duration
-	waits      map[string]int // "state/wait_event_type:wait_event" of active backends, per sample
-	errs       int
+	// total of the increases seen, in all and of the producer's backends.
+	backends           map[int]time.Duration
+	backendCPU, prodDB time.Duration
+	waits              map[string]int // "state/wait_event_type:wait_event" of active backends, per sample
+	errs               int
 }
 
 func newObserver(admin *pgxpool.Pool, t *target, col *collector, prod *producer) *observer {
@@ -95,7 +95,7 @@ FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = $2`, o.t.schema, o.
 // backendCPU, and counts their wait events. A backend first seen counts
 // all of its CPU time: it was opened for the system.
 func (o *observer) readBackends(ctx context.Context) {
-	rows, err := o.admin.Query(ctx, `SELECT pid, coalesce(state, ''), coalesce(wait_event_type, ''), coalesce(wait_event, '')
+	rows, err := o.admin.Query(ctx, `SELECT pid, application_name, coalesce(state, ''), coalesce(wait_event_type, ''), coalesce(wait_event, '')
 FROM pg_stat_activity WHERE application_name = ANY($1)`, o.apps)
 	if err != nil {
 		o.errs++
@@ -105,8 +105,8 @@ FROM pg_stat_activity WHERE application_name = ANY($1)`, o.apps)
 	seen := map[int]bool{}
 	for rows.Next() {
 		var pid int
-		var state, wtype, wevent string
-		if err := rows.Scan(&pid, &state, &wtype, &wevent); err != nil {
+		var app, state, wtype, wevent string
+		if err := rows.Scan(&pid, &app, &state, &wtype, &wevent); err != nil {
 			o.errs++
 			return
 		}
@@ -124,10 +124,13 @@ FROM pg_stat_activity WHERE application_name = ANY($1)`, o.apps)
 		if err != nil {
 			continue // gone since, or not on this machine
 		}
+		d := cpu
 		if prev, ok := o.backends[pid]; ok {
-			o.backendCPU += max(0, cpu-prev)
-		} else {
-			o.backendCPU += cpu
+			d = max(0, cpu-prev)
+		}
+		o.backendCPU += d
+		if app == o.apps[0] {
+			o.prodDB += d
 		}
 		o.backends[pid] = cpu
 	}

@@ -57,9 +57,9 @@ func (rep *Report) Print(out io.Writer) {
 				if pr == nil {
 					continue
 				}
-				fmt.Fprintf(out, "  %s workers=%d: %d claims (%.1f jobs each), %.1f entries and %.1f blocks of the claim index per scan, %.1f heap and %.1f index buffer accesses and %.1f row updates (%.0f%% HOT) per job",
+				fmt.Fprintf(out, "  %s workers=%d: %d claims (%.1f jobs each), %.1f entries and %.1f blocks of the claim index per scan, %.1f heap and %.1f index buffer accesses and %.1f row updates (%.0f%% HOT) per job; db CPU of the inserts %.3f s/1k",
 					sys, w, pr.ClaimScans, float64(pr.Completed)/math.Max(1, float64(pr.ClaimScans)), pr.EntriesPerScan, pr.BlocksPerScan,
-					pr.HeapBlocksPerJob, pr.IndexBlocksPerJob, pr.UpdatesPerJob, pr.HOTPercent)
+					pr.HeapBlocksPerJob, pr.IndexBlocksPerJob, pr.UpdatesPerJob, pr.HOTPercent, pr.ProducerDBCPUPer1k)
 				if pr.Fault != "" {
 					fmt.Fprintf(out, "; %s", pr.Fault)
 				}

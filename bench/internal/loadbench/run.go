@@ -60,6 +60,9 @@ type PhaseResult struct {
 	// and workers').
 	WorkerCPUPer1k float64 `json:"worker_cpu_s_per_1k"`
 	DBCPUPer1k     float64 `json:"db_cpu_s_per_1k"`
+	// ProducerDBCPUPer1k is the part of DBCPUPer1k spent by the backends
+	// of the producer's connections (the inserts).
+	ProducerDBCPUPer1k float64 `json:"db_cpu_producer_s_per_1k"`
 	// ClaimScans counts the scans of the claim (fetch) index during the
 	// phase, EntriesPerScan the index entries each returned on average
 	// (pg_stat_user_indexes; entries already marked dead are skipped
@@ -297,7 +300,7 @@ func runPhase(ctx context.Context, cfg Config, ph Phase, env faultEnv, obs *obse
 	obs.takeWaits()
 	obs.mark(ctx)
 	col.takePhase()
-	cpuW0, cpuDB0 := col.cpu(), obs.backendCPU
+	cpuW0, cpuDB0, cpuProd0 := col.cpu(), obs.backendCPU, obs.prodDB
 	cnt0 := obs.counters(ctx)
 	done0, _ := col.takeWindow()
 	ins0, fail0 := prod.inserted.Load(), prod.failed.Load()
@@ -327,6 +330,7 @@ func runPhase(ctx context.Context, cfg Config, ph Phase, env faultEnv, obs *obse
 	if pr.Completed > 0 {
 		pr.WorkerCPUPer1k = (col.cpu() - cpuW0).Seconds() / float64(pr.Completed) * 1000
 		pr.DBCPUPer1k = (obs.backendCPU - cpuDB0).Seconds() / float64(pr.Completed) * 1000
+		pr.ProducerDBCPUPer1k = (obs.prodDB - cpuProd0).Seconds() / float64(pr.Completed) * 1000
 	}
 	pr.Waits = obs.takeWaits()
 	pr.ClaimScans = cnt1.claimScans - cnt0.claimScans
