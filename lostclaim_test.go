@@ -16,6 +16,7 @@ import (
 
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/internal/eventually"
 	"github.com/weirhq/weir/internal/faultproxy"
 	"github.com/weirhq/weir/internal/testenv"
 	"github.com/weirhq/weir/store"
@@ -164,10 +165,7 @@ func TestPostgresClaimWhoseReplyIsLostRunsAgainWithinALease(t *testing.T) {
 		}
 		n := ls.ex.claims.Load()
 		fc.Advance(time.Second)
-		acted := time.Now().Add(time.Second)
-		for ls.ex.claims.Load() == n && time.Now().Before(acted) && !completed() {
-			tick(context.Background())
-		}
+		eventually.Wait(time.Second, func() (bool, string) { return ls.ex.claims.Load() != n || completed(), "" })
 	}
 	took := fc.Now().Sub(t0)
 	t.Logf("completed %v (fake clock) after its claim's reply was lost; lease %v", took, weir.DefaultLeaseFor)
@@ -322,13 +320,9 @@ func TestReleaseAfterALostClaimSparesAJobBeingStarted(t *testing.T) {
 	// The failed claim's release must wait for the slow claim: give it a
 	// moment of real time to show that it does not, then let the slow
 	// claim go (unless the release already did).
-	deadline := time.Now().Add(200 * time.Millisecond)
-	for !ex.releasedWhileSlowHeld.Load() { // a release that did not wait let it go itself
-		if time.Now().After(deadline) {
-			ex.letSlowGo <- struct{}{}
-			break
-		}
-		tick(ctx)
+	// (A release that did not wait let it go itself.)
+	if _, released := eventually.Wait(200*time.Millisecond, func() (bool, string) { return ex.releasedWhileSlowHeld.Load(), "" }); !released {
+		ex.letSlowGo <- struct{}{}
 	}
 	ls := waitJob(t, s, lost.Job.ID, func(j *weirtype.Job) bool { return j.State == weirtype.StateCompleted })
 	sl := waitJob(t, s, slow.Job.ID, func(j *weirtype.Job) bool { return j.State.Final() || len(j.Errors) > 0 })

@@ -20,59 +20,61 @@ import (
 // state at scrape time.
 func TestClientMetrics(t *testing.T) {
 	t.Parallel()
-	reg := prometheus.NewPedanticRegistry()
-	var m *metrics.Metrics
-	e := newEnv(t, weir.WorkFunc(func(_ context.Context, j *weir.Job[task]) error {
-		if j.Args.Name == "poison" {
-			return retry.Permanent(errors.New("cannot parse"))
+	eachStore(t, func(t *testing.T, open opener) {
+		reg := prometheus.NewPedanticRegistry()
+		var m *metrics.Metrics
+		e := newEnvOn(t, open, weir.WorkFunc(func(_ context.Context, j *weir.Job[task]) error {
+			if j.Args.Name == "poison" {
+				return retry.Permanent(errors.New("cannot parse"))
+			}
+			return nil
+		}), weir.KindConfig{}, func(c *weir.Config) {
+			var err error
+			m, err = metrics.New(reg, metrics.Options{Store: c.Store})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Metrics = m
+		}).start()
+		good := e.insert(task{Name: "ok"}, &weir.InsertOpts{IdempotencyKey: "k1"})
+		e.insert(task{Name: "ok"}, &weir.InsertOpts{IdempotencyKey: "k1"})
+		bad := e.insert(task{Name: "poison"}, nil)
+		e.waitState(good.ID, weirtype.StateCompleted, 1)
+		e.waitState(bad.ID, weirtype.StateDead, 1)
+
+		want := map[string]float64{
+			`weir_jobs_enqueued_total{kind="task",outcome="inserted",queue="default"}`:                 2,
+			`weir_jobs_completed_total{kind="task",queue="default"}`:                                   1,
+			`weir_jobs_failed_total{kind="task",queue="default"}`:                                      1,
+			`weir_jobs_dead_lettered_total{kind="task",queue="default",reason="non_retryable"}`:        1,
+			`weir_jobs{kind="task",queue="default",state="completed"}`:                                 1,
+			`weir_jobs{kind="task",queue="default",state="dead"}`:                                      1,
+			`retry_job_failed_documents{collection="task"}`:                                            1,
+			`weir_job_attempt_duration_seconds_count{kind="task",outcome="completed",queue="default"}`: 1,
 		}
-		return nil
-	}), weir.KindConfig{}, func(c *weir.Config) {
-		var err error
-		m, err = metrics.New(reg, metrics.Options{Store: c.Store})
-		if err != nil {
+		waitFor(t, func() bool {
+			got := gather(t, reg)
+			for k, v := range want {
+				if got[k] != v {
+					return false
+				}
+			}
+			return true
+		})
+		got := gather(t, reg)
+		// A duplicate insert is counted under its outcome.
+		if dup := got[`weir_jobs_enqueued_total{kind="task",outcome="duplicate_pending",queue="default"}`] +
+			got[`weir_jobs_enqueued_total{kind="task",outcome="duplicate_running",queue="default"}`] +
+			got[`weir_jobs_enqueued_total{kind="task",outcome="duplicate_completed",queue="default"}`]; dup != 1 {
+			t.Fatalf("duplicate inserts counted %v, want 1: %v", dup, got)
+		}
+		if _, err := e.c.SweepStuck(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		c.Metrics = m
-	}).start()
-	good := e.insert(task{Name: "ok"}, &weir.InsertOpts{IdempotencyKey: "k1"})
-	e.insert(task{Name: "ok"}, &weir.InsertOpts{IdempotencyKey: "k1"})
-	bad := e.insert(task{Name: "poison"}, nil)
-	e.waitState(good.ID, weirtype.StateCompleted, 1)
-	e.waitState(bad.ID, weirtype.StateDead, 1)
-
-	want := map[string]float64{
-		`weir_jobs_enqueued_total{kind="task",outcome="inserted",queue="default"}`:                 2,
-		`weir_jobs_completed_total{kind="task",queue="default"}`:                                   1,
-		`weir_jobs_failed_total{kind="task",queue="default"}`:                                      1,
-		`weir_jobs_dead_lettered_total{kind="task",queue="default",reason="non_retryable"}`:        1,
-		`weir_jobs{kind="task",queue="default",state="completed"}`:                                 1,
-		`weir_jobs{kind="task",queue="default",state="dead"}`:                                      1,
-		`retry_job_failed_documents{collection="task"}`:                                            1,
-		`weir_job_attempt_duration_seconds_count{kind="task",outcome="completed",queue="default"}`: 1,
-	}
-	waitFor(t, func() bool {
-		got := gather(t, reg)
-		for k, v := range want {
-			if got[k] != v {
-				return false
-			}
+		if got := gather(t, reg)[`retry_job_runs_total{status="success"}`]; got != 1 {
+			t.Fatalf("retry_job_runs_total{status=success} = %v, want 1", got)
 		}
-		return true
 	})
-	got := gather(t, reg)
-	// A duplicate insert is counted under its outcome.
-	if dup := got[`weir_jobs_enqueued_total{kind="task",outcome="duplicate_pending",queue="default"}`] +
-		got[`weir_jobs_enqueued_total{kind="task",outcome="duplicate_running",queue="default"}`] +
-		got[`weir_jobs_enqueued_total{kind="task",outcome="duplicate_completed",queue="default"}`]; dup != 1 {
-		t.Fatalf("duplicate inserts counted %v, want 1: %v", dup, got)
-	}
-	if _, err := e.c.SweepStuck(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if got := gather(t, reg)[`retry_job_runs_total{status="success"}`]; got != 1 {
-		t.Fatalf("retry_job_runs_total{status=success} = %v, want 1", got)
-	}
 }
 
 // gather flattens what reg gathers into name{label="value",...} → value,

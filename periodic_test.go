@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +12,7 @@ import (
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/schedule"
-	"github.com/weirhq/weir/store/sqlite"
+	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/weirtype"
 )
 
@@ -20,7 +21,7 @@ var every15 = weir.PeriodicJob{Name: "report", Schedule: "every 15 minutes", Arg
 // periodicClient makes a client with id on s and fc, with a worker for
 // task and the periodic jobs pjs, logging at Debug to logs when it is not
 // nil, and starts it. The client is stopped at the test's end.
-func periodicClient(t *testing.T, s *sqlite.Store, fc *clock.Fake, id string, logs *syncBuffer, pjs ...weir.PeriodicJob) *weir.Client {
+func periodicClient(t *testing.T, s store.Store, fc *clock.Fake, id string, logs *syncBuffer, pjs ...weir.PeriodicJob) *weir.Client {
 	t.Helper()
 	ws := weir.NewWorkers()
 	if err := weir.AddWorker(ws, weir.WorkFunc(ok), weir.KindConfig{}); err != nil {
@@ -52,37 +53,20 @@ func stopClient(t *testing.T, c *weir.Client) {
 	}
 }
 
-// allJobs returns every job of the store, lowest id first.
-func allJobs(t *testing.T, s *sqlite.Store) []*weirtype.Job {
+// allJobs returns every job of the store (up to store.MaxJobListLimit),
+// lowest id first.
+func allJobs(t *testing.T, s store.Store) []*weirtype.Job {
 	t.Helper()
-	rows, err := s.DB().QueryContext(context.Background(), "SELECT id FROM weir_jobs ORDER BY id")
+	jobs, err := s.Executor().ListJobs(context.Background(), store.JobFilter{Limit: store.MaxJobListLimit})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Close(); err != nil {
-		t.Fatal(err)
-	}
-	jobs := make([]*weirtype.Job, len(ids))
-	for i, id := range ids {
-		j, err := s.Executor().GetJob(context.Background(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		jobs[i] = j
-	}
+	slices.Reverse(jobs) // newest first
 	return jobs
 }
 
 // waitJobs waits for the store to hold n jobs, and returns them.
-func waitJobs(t *testing.T, s *sqlite.Store, n int) []*weirtype.Job {
+func waitJobs(t *testing.T, s store.Store, n int) []*weirtype.Job {
 	t.Helper()
 	return waitJobsUntil(t, s, n, func(*weirtype.Job) bool { return true })
 }
@@ -90,12 +74,12 @@ func waitJobs(t *testing.T, s *sqlite.Store, n int) []*weirtype.Job {
 // waitDone waits for the store to hold n jobs, all completed, and returns
 // them. A test waits for it before it moves the fake clock past the lease
 // of a job that may be running.
-func waitDone(t *testing.T, s *sqlite.Store, n int) []*weirtype.Job {
+func waitDone(t *testing.T, s store.Store, n int) []*weirtype.Job {
 	t.Helper()
 	return waitJobsUntil(t, s, n, func(j *weirtype.Job) bool { return j.State == weirtype.StateCompleted })
 }
 
-func waitJobsUntil(t *testing.T, s *sqlite.Store, n int, cond func(*weirtype.Job) bool) []*weirtype.Job {
+func waitJobsUntil(t *testing.T, s store.Store, n int, cond func(*weirtype.Job) bool) []*weirtype.Job {
 	t.Helper()
 	var jobs []*weirtype.Job
 	waitFor(t, func() bool {
@@ -141,60 +125,64 @@ func at(hour, min, sec int) time.Time {
 // job per tick, each scheduled at its tick, each run.
 func TestPeriodicEvery15MinutesOverAnHour(t *testing.T) {
 	t.Parallel()
-	s := openSQLite(t)
-	fc := clock.NewFake(at(15, 30, 0)) // on a tick
-	periodicClient(t, s, fc, "test", nil, every15)
+	eachStore(t, func(t *testing.T, open opener) {
+		s := open(t)
+		fc := clock.NewFake(at(15, 30, 0)) // on a tick
+		periodicClient(t, s, fc, "test", nil, every15)
 
-	ticks := []time.Time{at(15, 30, 0)}
-	waitDone(t, s, 1)
-	for _, tk := range []time.Time{at(15, 45, 0), at(16, 0, 0), at(16, 15, 0), at(16, 30, 0)} {
-		fc.Set(tk.Add(-time.Second))
-		fc.Set(tk)
-		ticks = append(ticks, tk)
-		waitDone(t, s, len(ticks))
-	}
-	fc.Set(at(16, 44, 59))
-	jobs := allJobs(t, s)
-	checkTicks(t, jobs, "report", ticks...)
-	for _, j := range jobs {
-		if !j.CreatedAt.Equal(j.ScheduledAt) {
-			t.Errorf("job %d created at %v, not at its tick %v", j.ID, j.CreatedAt, j.ScheduledAt)
+		ticks := []time.Time{at(15, 30, 0)}
+		waitDone(t, s, 1)
+		for _, tk := range []time.Time{at(15, 45, 0), at(16, 0, 0), at(16, 15, 0), at(16, 30, 0)} {
+			fc.Set(tk.Add(-time.Second))
+			fc.Set(tk)
+			ticks = append(ticks, tk)
+			waitDone(t, s, len(ticks))
 		}
-	}
+		fc.Set(at(16, 44, 59))
+		jobs := allJobs(t, s)
+		checkTicks(t, jobs, "report", ticks...)
+		for _, j := range jobs {
+			if !j.CreatedAt.Equal(j.ScheduledAt) {
+				t.Errorf("job %d created at %v, not at its tick %v", j.ID, j.CreatedAt, j.ScheduledAt)
+			}
+		}
+	})
 }
 
 // Two clients on one database with the same periodic job make one job per
 // tick between them.
 func TestPeriodicTwoClientsOneJobPerTick(t *testing.T) {
 	t.Parallel()
-	s := openSQLite(t)
-	fc := clock.NewFake(at(15, 37, 0))
-	logs := &syncBuffer{}
-	periodicClient(t, s, fc, "a", logs, every15)
-	periodicClient(t, s, fc, "b", logs, every15)
+	eachStore(t, func(t *testing.T, open opener) {
+		s := open(t)
+		fc := clock.NewFake(at(15, 37, 0))
+		logs := &syncBuffer{}
+		periodicClient(t, s, fc, "a", logs, every15)
+		periodicClient(t, s, fc, "b", logs, every15)
 
-	// Each client inserts each tick once: one makes the job, the other
-	// finds it.
-	handled := func(ticks int) {
-		t.Helper()
-		waitFor(t, func() bool {
-			l := logs.String()
-			return strings.Count(l, `"msg":"periodic job inserted"`)+strings.Count(l, `"msg":"periodic job of the tick exists"`) >= 2*ticks
-		})
-	}
-	ticks := []time.Time{at(15, 30, 0)} // the most recent tick at Start
-	handled(1)
-	waitDone(t, s, 1)
-	for _, tk := range []time.Time{at(15, 45, 0), at(16, 0, 0), at(16, 15, 0)} {
-		fc.Set(tk)
-		ticks = append(ticks, tk)
-		handled(len(ticks))
-		waitDone(t, s, len(ticks))
-	}
-	checkTicks(t, allJobs(t, s), "report", ticks...)
-	if n := strings.Count(logs.String(), `"msg":"periodic job inserted"`); n != len(ticks) {
-		t.Fatalf("%d inserts made a job, want %d:\n%s", n, len(ticks), logs)
-	}
+		// Each client inserts each tick once: one makes the job, the other
+		// finds it.
+		handled := func(ticks int) {
+			t.Helper()
+			waitFor(t, func() bool {
+				l := logs.String()
+				return strings.Count(l, `"msg":"periodic job inserted"`)+strings.Count(l, `"msg":"periodic job of the tick exists"`) >= 2*ticks
+			})
+		}
+		ticks := []time.Time{at(15, 30, 0)} // the most recent tick at Start
+		handled(1)
+		waitDone(t, s, 1)
+		for _, tk := range []time.Time{at(15, 45, 0), at(16, 0, 0), at(16, 15, 0)} {
+			fc.Set(tk)
+			ticks = append(ticks, tk)
+			handled(len(ticks))
+			waitDone(t, s, len(ticks))
+		}
+		checkTicks(t, allJobs(t, s), "report", ticks...)
+		if n := strings.Count(logs.String(), `"msg":"periodic job inserted"`); n != len(ticks) {
+			t.Fatalf("%d inserts made a job, want %d:\n%s", n, len(ticks), logs)
+		}
+	})
 }
 
 // A restart just after a tick neither repeats that tick's job nor loses
@@ -202,121 +190,129 @@ func TestPeriodicTwoClientsOneJobPerTick(t *testing.T) {
 // inserts it.
 func TestPeriodicRestart(t *testing.T) {
 	t.Parallel()
-	s := openSQLite(t)
-	fc := clock.NewFake(at(15, 55, 0))
-	a := periodicClient(t, s, fc, "test", nil, every15)
-	waitDone(t, s, 1) // 15:45, at Start
-	fc.Set(at(16, 0, 0))
-	waitDone(t, s, 2)
-	fc.Set(at(16, 0, 5))
-	stopClient(t, a)
+	eachStore(t, func(t *testing.T, open opener) {
+		s := open(t)
+		fc := clock.NewFake(at(15, 55, 0))
+		a := periodicClient(t, s, fc, "test", nil, every15)
+		waitDone(t, s, 1) // 15:45, at Start
+		fc.Set(at(16, 0, 0))
+		waitDone(t, s, 2)
+		fc.Set(at(16, 0, 5))
+		stopClient(t, a)
 
-	// Restart 10 s after the 16:00 tick, which a inserted.
-	fc.Set(at(16, 0, 10))
-	logs := &syncBuffer{}
-	b := periodicClient(t, s, fc, "test", logs, every15)
-	waitFor(t, func() bool { return strings.Contains(logs.String(), `"msg":"periodic job of the tick exists"`) })
-	checkTicks(t, allJobs(t, s), "report", at(15, 45, 0), at(16, 0, 0))
-	fc.Set(at(16, 15, 0))
-	waitDone(t, s, 3)
-	fc.Set(at(16, 20, 0))
-	stopClient(t, b)
+		// Restart 10 s after the 16:00 tick, which a inserted.
+		fc.Set(at(16, 0, 10))
+		logs := &syncBuffer{}
+		b := periodicClient(t, s, fc, "test", logs, every15)
+		waitFor(t, func() bool { return strings.Contains(logs.String(), `"msg":"periodic job of the tick exists"`) })
+		checkTicks(t, allJobs(t, s), "report", at(15, 45, 0), at(16, 0, 0))
+		fc.Set(at(16, 15, 0))
+		waitDone(t, s, 3)
+		fc.Set(at(16, 20, 0))
+		stopClient(t, b)
 
-	// Restart 10 s after the 16:30 tick, which nobody inserted.
-	fc.Set(at(16, 30, 10))
-	periodicClient(t, s, fc, "test", nil, every15)
-	jobs := waitDone(t, s, 4)
-	if !jobs[3].CreatedAt.Equal(at(16, 30, 10)) {
-		t.Fatalf("the missed tick's job was created at %v, want at the restart", jobs[3].CreatedAt)
-	}
-	fc.Set(at(16, 45, 0))
-	checkTicks(t, waitDone(t, s, 5), "report", at(15, 45, 0), at(16, 0, 0), at(16, 15, 0), at(16, 30, 0), at(16, 45, 0))
+		// Restart 10 s after the 16:30 tick, which nobody inserted.
+		fc.Set(at(16, 30, 10))
+		periodicClient(t, s, fc, "test", nil, every15)
+		jobs := waitDone(t, s, 4)
+		if !jobs[3].CreatedAt.Equal(at(16, 30, 10)) {
+			t.Fatalf("the missed tick's job was created at %v, want at the restart", jobs[3].CreatedAt)
+		}
+		fc.Set(at(16, 45, 0))
+		checkTicks(t, waitDone(t, s, 5), "report", at(15, 45, 0), at(16, 0, 0), at(16, 15, 0), at(16, 30, 0), at(16, 45, 0))
+	})
 }
 
 // "daily at 02:00" fires at 02:00 UTC; "daily at 02:00 in Europe/Paris"
 // at 01:00 UTC in winter.
 func TestPeriodicDaily(t *testing.T) {
 	t.Parallel()
-	s := openSQLite(t)
-	fc := clock.NewFake(t0) // 2026-01-21 15:30 UTC
-	periodicClient(t, s, fc, "test", nil,
-		weir.PeriodicJob{Name: "nightly", Schedule: "daily at 02:00", Args: task{}},
-		weir.PeriodicJob{Name: "paris", Schedule: "daily at 02:00 in Europe/Paris", Args: task{}})
-	day := func(d, h int) time.Time { return time.Date(2026, 1, d, h, 0, 0, 0, time.UTC) }
-	jobs := waitDone(t, s, 2) // the most recent ticks: this morning's
-	byKey := func(jobs []*weirtype.Job) map[string]*weirtype.Job {
-		m := map[string]*weirtype.Job{}
-		for _, j := range jobs {
-			m[j.IdempotencyKey] = j
+	eachStore(t, func(t *testing.T, open opener) {
+		s := open(t)
+		fc := clock.NewFake(t0) // 2026-01-21 15:30 UTC
+		periodicClient(t, s, fc, "test", nil,
+			weir.PeriodicJob{Name: "nightly", Schedule: "daily at 02:00", Args: task{}},
+			weir.PeriodicJob{Name: "paris", Schedule: "daily at 02:00 in Europe/Paris", Args: task{}})
+		day := func(d, h int) time.Time { return time.Date(2026, 1, d, h, 0, 0, 0, time.UTC) }
+		jobs := waitDone(t, s, 2) // the most recent ticks: this morning's
+		byKey := func(jobs []*weirtype.Job) map[string]*weirtype.Job {
+			m := map[string]*weirtype.Job{}
+			for _, j := range jobs {
+				m[j.IdempotencyKey] = j
+			}
+			return m
 		}
-		return m
-	}
-	for key, want := range map[string]time.Time{
-		"periodic/nightly/2026-01-21T02:00:00Z": day(21, 2),
-		"periodic/paris/2026-01-21T01:00:00Z":   day(21, 1),
-	} {
-		if j := byKey(jobs)[key]; j == nil || !j.ScheduledAt.Equal(want) {
-			t.Fatalf("no job %q scheduled at %v among %d", key, want, len(jobs))
+		for key, want := range map[string]time.Time{
+			"periodic/nightly/2026-01-21T02:00:00Z": day(21, 2),
+			"periodic/paris/2026-01-21T01:00:00Z":   day(21, 1),
+		} {
+			if j := byKey(jobs)[key]; j == nil || !j.ScheduledAt.Equal(want) {
+				t.Fatalf("no job %q scheduled at %v among %d", key, want, len(jobs))
+			}
 		}
-	}
 
-	fc.Set(day(22, 1))
-	if j := waitDone(t, s, 3)[2]; j.IdempotencyKey != "periodic/paris/2026-01-22T01:00:00Z" {
-		t.Fatalf("at 01:00 UTC the job of %q was made", j.IdempotencyKey)
-	}
-	fc.Set(day(22, 2).Add(-time.Second))
-	fc.Set(day(22, 2))
-	jobs = waitDone(t, s, 4)
-	for key, want := range map[string]time.Time{
-		"periodic/paris/2026-01-22T01:00:00Z":   day(22, 1),
-		"periodic/nightly/2026-01-22T02:00:00Z": day(22, 2),
-	} {
-		j := byKey(jobs)[key]
-		if j == nil || !j.ScheduledAt.Equal(want) || !j.CreatedAt.Equal(want) {
-			t.Fatalf("job %q: %+v; want it scheduled and created at %v", key, j, want)
+		fc.Set(day(22, 1))
+		if j := waitDone(t, s, 3)[2]; j.IdempotencyKey != "periodic/paris/2026-01-22T01:00:00Z" {
+			t.Fatalf("at 01:00 UTC the job of %q was made", j.IdempotencyKey)
 		}
-	}
+		fc.Set(day(22, 2).Add(-time.Second))
+		fc.Set(day(22, 2))
+		jobs = waitDone(t, s, 4)
+		for key, want := range map[string]time.Time{
+			"periodic/paris/2026-01-22T01:00:00Z":   day(22, 1),
+			"periodic/nightly/2026-01-22T02:00:00Z": day(22, 2),
+		} {
+			j := byKey(jobs)[key]
+			if j == nil || !j.ScheduledAt.Equal(want) || !j.CreatedAt.Equal(want) {
+				t.Fatalf("job %q: %+v; want it scheduled and created at %v", key, j, want)
+			}
+		}
+	})
 }
 
 // Ticks that passed at once (a paused process, a clock jump) are not
 // inserted one by one: only the latest is, and the others are logged.
 func TestPeriodicSkipsTicksThatPassedAtOnce(t *testing.T) {
 	t.Parallel()
-	s := openSQLite(t)
-	fc := clock.NewFake(at(15, 37, 0))
-	logs := &syncBuffer{}
-	periodicClient(t, s, fc, "test", logs, every15)
-	waitDone(t, s, 1)
-	fc.Set(at(16, 40, 0))
-	checkTicks(t, waitDone(t, s, 2), "report", at(15, 30, 0), at(16, 30, 0))
-	waitFor(t, func() bool { return strings.Contains(logs.String(), `"level":"WARN"`) })
-	if l := logs.String(); !strings.Contains(l, `"skipped":3`) {
-		t.Fatalf("no warning with the 3 skipped ticks:\n%s", l)
-	}
+	eachStore(t, func(t *testing.T, open opener) {
+		s := open(t)
+		fc := clock.NewFake(at(15, 37, 0))
+		logs := &syncBuffer{}
+		periodicClient(t, s, fc, "test", logs, every15)
+		waitDone(t, s, 1)
+		fc.Set(at(16, 40, 0))
+		checkTicks(t, waitDone(t, s, 2), "report", at(15, 30, 0), at(16, 30, 0))
+		waitFor(t, func() bool { return strings.Contains(logs.String(), `"level":"WARN"`) })
+		if l := logs.String(); !strings.Contains(l, `"skipped":3`) {
+			t.Fatalf("no warning with the 3 skipped ticks:\n%s", l)
+		}
+	})
 }
 
 // A client without workers starts only to insert its periodic jobs.
 func TestPeriodicSchedulerOnlyClient(t *testing.T) {
 	t.Parallel()
-	s := openSQLite(t)
-	fc := clock.NewFake(at(15, 37, 0))
-	c, err := weir.NewClient(weir.Config{Store: s, ID: "scheduler", Clock: fc, Logger: slog.New(slog.DiscardHandler),
-		Periodic: []weir.PeriodicJob{every15}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stopClient(t, c) })
-	fc.Set(at(15, 45, 0))
-	jobs := waitJobs(t, s, 2)
-	checkTicks(t, jobs, "report", at(15, 30, 0), at(15, 45, 0))
-	for _, j := range jobs {
-		if j.State != weirtype.StateAvailable {
-			t.Fatalf("job %d is %s: a client without workers ran it", j.ID, j.State)
+	eachStore(t, func(t *testing.T, open opener) {
+		s := open(t)
+		fc := clock.NewFake(at(15, 37, 0))
+		c, err := weir.NewClient(weir.Config{Store: s, ID: "scheduler", Clock: fc, Logger: slog.New(slog.DiscardHandler),
+			Periodic: []weir.PeriodicJob{every15}})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		if err := c.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { stopClient(t, c) })
+		fc.Set(at(15, 45, 0))
+		jobs := waitJobs(t, s, 2)
+		checkTicks(t, jobs, "report", at(15, 30, 0), at(15, 45, 0))
+		for _, j := range jobs {
+			if j.State != weirtype.StateAvailable {
+				t.Fatalf("job %d is %s: a client without workers ran it", j.ID, j.State)
+			}
+		}
+	})
 }
 
 func TestPeriodicConfigErrors(t *testing.T) {

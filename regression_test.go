@@ -12,7 +12,6 @@ import (
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/store"
-	"github.com/weirhq/weir/store/sqlite"
 	"github.com/weirhq/weir/weirtype"
 )
 
@@ -21,9 +20,9 @@ import (
 
 var errInjected = errors.New("injected: connection reset")
 
-// faultStore is a SQLite store whose executor is ex.
+// faultStore is a store whose executor is ex.
 type faultStore struct {
-	*sqlite.Store
+	store.Store
 	ex *faultEx
 }
 
@@ -45,6 +44,9 @@ type faultEx struct {
 	heartbeats    atomic.Int64 // Heartbeat calls
 	blockedClaims atomic.Int64 // Claim calls blocked by blockClaim
 	getJobs       atomic.Int64 // GetJob calls
+	// duringHeartbeat, when set before the client starts, runs inside
+	// each Heartbeat call, before the store's.
+	duringHeartbeat func()
 }
 
 func (e *faultEx) GetJob(ctx context.Context, id int64) (*weirtype.Job, error) {
@@ -86,6 +88,9 @@ func (e *faultEx) Claim(ctx context.Context, p store.ClaimParams) ([]*weirtype.J
 func (e *faultEx) Heartbeat(ctx context.Context, now time.Time, ls []store.Lease, leaseFor time.Duration) ([]int64, error) {
 	e.loopCalls.Add(1)
 	e.heartbeats.Add(1)
+	if e.duringHeartbeat != nil {
+		e.duringHeartbeat()
+	}
 	if e.failHeartbeat.Load() {
 		return nil, errInjected
 	}
@@ -97,14 +102,19 @@ func (e *faultEx) RescueExpired(ctx context.Context, now time.Time, limit int) (
 	return e.Executor.RescueExpired(ctx, now, limit)
 }
 
-func wrap(s *sqlite.Store) *faultStore {
-	return &faultStore{Store: s, ex: &faultEx{Executor: s.Executor()}}
+// wrap returns s with faults; nil for a store withFaults sets.
+func wrap(s store.Store) *faultStore {
+	fs := &faultStore{Store: s, ex: &faultEx{}}
+	if s != nil {
+		fs.ex.Executor = s.Executor()
+	}
+	return fs
 }
 
 // withFaults makes the client of newEnv use fs, wrapping newEnv's store.
 func withFaults(fs *faultStore) func(*weir.Config) {
 	return func(c *weir.Config) {
-		fs.Store = c.Store.(*sqlite.Store)
+		fs.Store = c.Store
 		fs.ex.Executor = fs.Store.Executor()
 		c.Store = fs
 	}
@@ -143,7 +153,7 @@ func TestJobClaimedAgainBySameClientCancelsTheEarlierAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The next poll claims it again; no heartbeat is due (LeaseFor 1 h).
-	advanceUntil(t, e.fc, time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return started[2] })
+	e.advanceUntil(time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return started[2] })
 	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return causes[1] != nil })
 	mu.Lock()
 	defer mu.Unlock()
@@ -185,7 +195,7 @@ func TestHandlerIsCancelledWhenItsLeasePassesWithoutHeartbeats(t *testing.T) {
 	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return started })
 	claimed := e.fc.Now() // the clock has not moved since the claim
 	// Up to the end of the lease, heartbeats failing all along.
-	advanceUntil(t, e.fc, 5*time.Second, func() bool {
+	e.advanceUntil(5*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		if d := e.fc.Now().Sub(claimed); cause != nil && d < weir.DefaultLeaseFor {
@@ -378,7 +388,7 @@ func TestAttemptAbandonedAtItsDeadlineCannotTouchTheRequeuedJob(t *testing.T) {
 	if _, err := e.s.Executor().RequeueDeadLetters(context.Background(), e.fc.Now(), store.DeadLetterFilter{Kind: "task"}); err != nil {
 		t.Fatal(err)
 	}
-	advanceUntil(t, e.fc, time.Second, func() bool { return started() == 2 })
+	e.advanceUntil(time.Second, func() bool { return started() == 2 })
 	if got := e.job(j.ID); got.State != weirtype.StateRunning || got.Attempt != 1 || got.LeaseOwner != "test" {
 		t.Fatalf("requeued job %+v, want running attempt 1 under the same owner", *got)
 	}
@@ -388,7 +398,7 @@ func TestAttemptAbandonedAtItsDeadlineCannotTouchTheRequeuedJob(t *testing.T) {
 	zombie <- errors.New("the old attempt fails late")
 	// Heartbeats must go on for the new attempt: move past its lease.
 	from := e.fc.Now()
-	advanceUntil(t, e.fc, time.Minute, func() bool { return e.fc.Now().Sub(from) > 70*time.Minute })
+	e.advanceUntil(time.Minute, func() bool { return e.fc.Now().Sub(from) > 70*time.Minute })
 	if got := e.job(j.ID); got.State != weirtype.StateRunning || !got.LeaseExpiresAt.After(e.fc.Now()) {
 		t.Fatalf("job after the old attempt failed: %+v, want still running with its lease held", *got)
 	}
@@ -402,3 +412,31 @@ func TestAttemptAbandonedAtItsDeadlineCannotTouchTheRequeuedJob(t *testing.T) {
 // clock's steps, and a lapsed lease would be rescued and the job claimed
 // again, which those tests are not about.
 func longLease(c *weir.Config) { c.LeaseFor = time.Hour }
+
+// A heartbeat that falls due while the previous one is being written (a
+// slow store, a busy machine) is sent as soon as that write returns: the
+// loop does not wait on a timer for a time that has passed already,
+// which on the fake clock would never fire, and on any clock lets the
+// lease run short.
+func TestHeartbeatDueDuringTheLastOneIsSentAtOnce(t *testing.T) {
+	t.Parallel()
+	b := newBlocker()
+	fs := wrap(nil)
+	e := newEnv(t, weir.WorkFunc(b.work), weir.KindConfig{}, withFaults(fs))
+	var once sync.Once
+	fs.ex.duringHeartbeat = func() {
+		// The clock passes the next heartbeat's time (20 s on) while the
+		// first heartbeat is in flight.
+		once.Do(func() { e.fc.Advance(30 * time.Second) })
+	}
+	e.start()
+	id := e.insert(task{}, nil).ID
+	waitFor(t, func() bool { return b.hasStarted(1) })
+	e.fc.Advance(weir.DefaultLeaseFor / 3) // the first heartbeat
+	// The second comes, and extends the lease, without the clock moving
+	// again.
+	second := t0.Add(weir.DefaultLeaseFor/3 + 30*time.Second)
+	waitFor(t, func() bool { return e.job(id).LeaseExpiresAt.Equal(second.Add(weir.DefaultLeaseFor)) })
+	b.release <- nil
+	e.waitState(id, weirtype.StateCompleted, 1)
+}

@@ -467,7 +467,9 @@ func (c *Client) heartbeatLoop() {
 		if exp, ok := c.expireLeases(c.clock.Now()); ok && exp.Before(wake) {
 			wake = exp
 		}
-		t := c.clock.NewTimer(max(wake.Sub(c.clock.Now()), time.Nanosecond))
+		// A wake that has passed (the last heartbeat took that long) is
+		// waited for no longer: a timer of 0 fires at once.
+		t := c.clock.NewTimer(max(wake.Sub(c.clock.Now()), 0))
 		select {
 		case <-c.loopsStop:
 			t.Stop()

@@ -3,6 +3,7 @@ package weir_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/internal/eventually"
 	"github.com/weirhq/weir/resilience/backoff"
 	"github.com/weirhq/weir/weirtype"
 )
@@ -48,20 +50,13 @@ func TestEachAttemptIsASpan(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Stop(ctx)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	eventually.True(t, "the job completed after two spans", waitLimit, func() (bool, string) {
 		j, err := s.Executor().GetJob(ctx, res.Job.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if j.State == weirtype.StateCompleted && len(rec.Ended()) == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s, %d spans ended", j.State, len(rec.Ended()))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return j.State == weirtype.StateCompleted && len(rec.Ended()) == 2, fmt.Sprintf("job %s, %d spans ended", j.State, len(rec.Ended()))
+	})
 	spans := rec.Ended()
 	for i, sp := range spans {
 		attrs := map[attribute.Key]attribute.Value{}

@@ -125,3 +125,41 @@ func TestMonotonicFallsBackToNow(t *testing.T) {
 		t.Fatalf("fallback monotonic reads %v, want 1h", d)
 	}
 }
+
+// Changed is closed by the next change of the timers (made, fired,
+// stopped), and not before: a test waits on it instead of polling.
+func TestFakeChangedSignalsEachChangeOfTheTimers(t *testing.T) {
+	c := clock.NewFake(t0)
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	ch := c.Changed()
+	c.Advance(time.Second) // no timer: nothing changes but the time
+	if closed(ch) {
+		t.Fatal("Changed closed by an advance that fired no timer")
+	}
+	tm := c.NewTimer(time.Minute)
+	if !closed(ch) {
+		t.Fatal("Changed not closed by a new timer")
+	}
+	ch = c.Changed()
+	if closed(ch) {
+		t.Fatal("a fresh Changed is closed already")
+	}
+	c.Advance(time.Minute)
+	if !closed(ch) {
+		t.Fatal("Changed not closed by a timer firing")
+	}
+	<-tm.C()
+	tm = c.NewTimer(time.Minute)
+	ch = c.Changed()
+	tm.Stop()
+	if !closed(ch) {
+		t.Fatal("Changed not closed by a timer stopping")
+	}
+}

@@ -71,9 +71,12 @@ func (f *Fake) setLocked(t time.Time) {
 		}
 		kept = append(kept, tm)
 	}
+	fired := len(f.timers) - len(kept)
 	clear(f.timers[len(kept):])
 	f.timers = kept
-	f.notifyLocked()
+	if fired > 0 {
+		f.notifyLocked()
+	}
 }
 
 // AdvanceToNextTimer moves the time to the earliest waiting timer's deadline,
@@ -121,6 +124,16 @@ func (f *Fake) WaitForTimers(ctx context.Context, n int) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// Changed returns a channel that is closed the next time a timer is made,
+// fires or is stopped: how a test waits, without polling, for the code
+// under test to act on the clock (to wait on it again after a timer
+// fired, say).
+func (f *Fake) Changed() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.changed
 }
 
 func (f *Fake) notifyLocked() {

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -35,9 +36,6 @@ import (
 // every other file is in processed/ and none is left in incoming/; then
 // it damages the index on purpose and `weir reindex` repairs it.
 func TestIngestKillRestartReindex(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	root := repoRoot(t)
 	bin := buildWeir(t)
 	var manifest corpusgen.Manifest
@@ -178,9 +176,20 @@ func TestIngestKillRestartReindex(t *testing.T) {
 		len(want.docs), len(want.poison), len(drop))
 }
 
-// buildWeir builds the weir binary into a folder of the test's own.
+// skipShort skips the test under -short, which runs no binary: the test
+// runs weir, and what.
+func skipShort(t *testing.T, what ...string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(strings.Join(append([]string{"builds and runs the binary"}, what...), " and "))
+	}
+}
+
+// buildWeir builds the weir binary into a folder of the test's own (see
+// skipShort).
 func buildWeir(t *testing.T) string {
 	t.Helper()
+	skipShort(t)
 	bin := filepath.Join(t.TempDir(), "weir")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/weir")
 	build.Dir = repoRoot(t)
@@ -235,9 +244,11 @@ func copyCorpus(t *testing.T, src, dir string, m corpusgen.Manifest) expected {
 
 // process is a running weir.
 type process struct {
-	cmd  *exec.Cmd
-	out  *bytes.Buffer
-	done chan error
+	cmd      *exec.Cmd
+	out      *bytes.Buffer
+	done     chan error
+	stopOnce sync.Once
+	stopErr  error
 }
 
 func start(t *testing.T, bin string, args []string, env ...string) *process {
@@ -265,9 +276,27 @@ func (p *process) wait(d time.Duration) error {
 	}
 }
 
+// stop stops the process with SIGTERM and waits for it, up to a minute;
+// once stopped, it returns the first stop's answer again.
 func (p *process) stop() error {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	return p.wait(time.Minute)
+	p.stopOnce.Do(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		p.stopErr = p.wait(time.Minute)
+	})
+	return p.stopErr
+}
+
+// weirRun builds weir and starts `weir run` with the worker id and args,
+// on a data directory and a free address of the test's own, stopped at the
+// test's end; it returns once the API answers (see skipShort).
+func weirRun(t *testing.T, id string, args ...string) (p *process, data, addr string) {
+	t.Helper()
+	bin := buildWeir(t)
+	data, addr = filepath.Join(t.TempDir(), "data"), freeAddr(t)
+	p = start(t, bin, append([]string{"run", "-data", data, "-listen", addr, "-id", id}, args...))
+	t.Cleanup(func() { _ = p.stop() })
+	waitHTTP(t, addr, 20*time.Second)
+	return p, data, addr
 }
 
 func (p *process) log() string {

@@ -8,16 +8,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	natsgo "github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/broker/nats"
+	"github.com/weirhq/weir/broker/nats/natstest"
 	"github.com/weirhq/weir/ingest/pipeline"
 	"github.com/weirhq/weir/internal/testenv"
 )
@@ -25,21 +22,14 @@ import (
 // `weir run -broker nats://…` publishes one event per saved or failed
 // document, through the outbox, to the topic, each under its own id.
 func TestRunPublishesEventsToNATS(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
+	skipShort(t)
 	url := testenv.NATS(t)
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	topic := "e2e_events_" + hex.EncodeToString(b)
-	t.Cleanup(func() { deleteStreams(t, url, topic) })
+	t.Cleanup(func() { natstest.DeleteStreams(t, url, nats.DefaultStreamPrefix+topic) })
 
-	bin := buildWeir(t)
-	data := filepath.Join(t.TempDir(), "data")
-	addr := freeAddr(t)
-	p := start(t, bin, []string{"run", "-data", data, "-listen", addr, "-id", "e2e-events", "-watch-every", "100ms",
-		"-broker", url, "-events-topic", topic})
-	waitHTTP(t, addr, 20*time.Second)
+	p, data, _ := weirRun(t, "e2e-events", "-watch-every", "100ms", "-broker", url, "-events-topic", topic)
 	in := filepath.Join(data, "incoming", "events")
 	if err := os.MkdirAll(in, 0o755); err != nil {
 		t.Fatal(err)
@@ -117,30 +107,5 @@ func writeAtomic(t *testing.T, name, body string) {
 	}
 	if err := os.Rename(name+".tmp", name); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// deleteStreams deletes the streams of topic on the server at url.
-func deleteStreams(t *testing.T, url, topic string) {
-	nc, err := natsgo.Connect(url)
-	if err != nil {
-		t.Errorf("delete the test's streams: %v", err)
-		return
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	names := js.StreamNames(ctx)
-	for name := range names.Name() {
-		if strings.Contains(name, strings.ToUpper(topic)) || strings.Contains(name, topic) {
-			if err := js.DeleteStream(ctx, name); err != nil {
-				t.Errorf("delete stream %s: %v", name, err)
-			}
-		}
 	}
 }

@@ -38,23 +38,14 @@ const (
 // waiting for longer than 10 minutes as stuck); the test waits for
 // Prometheus to report the alert firing for their collection.
 func TestPrometheusFiresStuckDocumentsWarning(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary and Prometheus")
-	}
+	skipShort(t, "Prometheus")
 	promBin, err := exec.LookPath("prometheus")
 	if err != nil {
 		testenv.Missing(t, "prometheus not found (install Debian's prometheus package)")
 	}
 	root := repoRoot(t)
-	bin := buildWeir(t)
 	dir := t.TempDir()
-
-	// weir run.
-	data := filepath.Join(dir, "data")
-	weirAddr := freeAddr(t)
-	weir := start(t, bin, []string{"run", "-data", data, "-listen", weirAddr, "-id", "e2e-prometheus"})
-	t.Cleanup(func() { _ = weir.stop() })
-	waitHTTP(t, weirAddr, 20*time.Second)
+	weir, data, weirAddr := weirRun(t, "e2e-prometheus")
 
 	// Stuck documents, through the store on weir run's SQLite file.
 	insertStuck(t, filepath.Join(data, "weir.db"), stuckThreshold+1)

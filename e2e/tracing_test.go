@@ -15,9 +15,7 @@ import (
 // `weir run -otlp-endpoint` sends its spans over OTLP/HTTP: a collector
 // receives one for each stage's attempt.
 func TestRunExportsSpans(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
+	skipShort(t)
 	var (
 		mu   sync.Mutex
 		body bytes.Buffer
@@ -36,12 +34,7 @@ func TestRunExportsSpans(t *testing.T) {
 	}))
 	defer collector.Close()
 
-	bin := buildWeir(t)
-	data := filepath.Join(t.TempDir(), "data")
-	addr := freeAddr(t)
-	p := start(t, bin, []string{"run", "-data", data, "-listen", addr, "-id", "e2e-trace", "-watch-every", "100ms",
-		"-otlp-endpoint", collector.URL})
-	waitHTTP(t, addr, 20*time.Second)
+	p, data, addr := weirRun(t, "e2e-trace", "-watch-every", "100ms", "-otlp-endpoint", collector.URL)
 	in := filepath.Join(data, "incoming", "traced")
 	if err := os.MkdirAll(in, 0o755); err != nil {
 		t.Fatal(err)

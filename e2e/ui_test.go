@@ -29,21 +29,14 @@ const screenshotsEnv = "WEIR_UI_SCREENSHOTS"
 // API then shows the dead letter gone and its job run again. Screenshots
 // of the overview and the dead-letters page are kept (logged).
 func TestUIRequeueDeadLetter(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary and Chromium")
-	}
+	skipShort(t, "Chromium")
 	chromium := findChromium()
 	if chromium == "" {
 		testenv.Missing(t, "chromium not found (install Debian's chromium package)")
 	}
 	root := repoRoot(t)
-	bin := buildWeir(t)
 	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
-	addr := freeAddr(t)
-	weir := start(t, bin, []string{"run", "-data", data, "-listen", addr, "-id", "e2e-ui", "-watch-every", "100ms"})
-	t.Cleanup(func() { _ = weir.stop() })
-	waitHTTP(t, addr, 20*time.Second)
+	weir, data, addr := weirRun(t, "e2e-ui", "-watch-every", "100ms")
 	base := "http://" + addr
 	// "/" redirects to the console, which weir run serves from the binary.
 	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}

@@ -20,9 +20,6 @@ import (
 // the index, and SQLite's files beside them, are readable by their owner
 // only.
 func TestRestartUpdateAndFileModes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	old := syscall.Umask(0o022)
 	defer syscall.Umask(old)
 	bin := buildWeir(t)

@@ -213,8 +213,12 @@ func (st *stats) add(t []byte) {
 }
 
 // language returns the ISO 639-1 code of the text, or Undetermined.
-func (st *stats) language() string {
-	score := st.score
+func (st *stats) language() string { return pickLanguage(st.score, st.n) }
+
+// pickLanguage returns the ISO 639-1 code of the language of highest
+// score, the scores of the stop words among terms terms, or Undetermined
+// when it is not clearly ahead.
+func pickLanguage(score [len(languages)]float64, terms int) string {
 	best, second := 0, -1
 	for i := 1; i < len(score); i++ {
 		if score[i] > score[best] {
@@ -224,7 +228,7 @@ func (st *stats) language() string {
 		}
 	}
 	b, s := score[best], score[second]
-	if b < 2 || b < 1.5*s || b < 0.08*float64(st.n) {
+	if b < 2 || b < 1.5*s || b < 0.08*float64(terms) {
 		return Undetermined
 	}
 	return languages[best].code
@@ -233,13 +237,7 @@ func (st *stats) language() string {
 // keyTerms returns up to MaxKeyTerms terms by frequency, ties by first
 // appearance, without the stop words of lang.
 func (st *stats) keyTerms(lang string) []string {
-	stop := allStop
-	for _, l := range languages {
-		if l.code == lang {
-			stop = l.stop
-		}
-	}
-	// An English possessive counts as its word.
+	stop := stopWords(lang)
 	type term struct {
 		t        string
 		n, first int
@@ -247,8 +245,8 @@ func (st *stats) keyTerms(lang string) []string {
 	idx := make(map[string]int)
 	var ts []term
 	for raw, c := range st.terms {
-		t := strings.TrimSuffix(strings.TrimSuffix(raw, "'s"), "'")
-		if stop[t] || elided[t] || utf8.RuneCountInString(t) < 2 || !strings.ContainsFunc(t, unicode.IsLetter) {
+		t, ok := keyTerm(raw, stop)
+		if !ok {
 			continue
 		}
 		if j, ok := idx[t]; ok {
@@ -270,6 +268,25 @@ func (st *stats) keyTerms(lang string) []string {
 		out = append(out, t.t)
 	}
 	return out
+}
+
+// stopWords are the stop words of lang, or of every language for
+// Undetermined.
+func stopWords(lang string) map[string]bool {
+	for _, l := range languages {
+		if l.code == lang {
+			return l.stop
+		}
+	}
+	return allStop
+}
+
+// keyTerm returns the term raw counts as among the key terms (an English
+// possessive counts as its word), and whether it may be one: not a stop
+// word nor an elided article, of two runes or more, a letter among them.
+func keyTerm(raw string, stop map[string]bool) (string, bool) {
+	t := strings.TrimSuffix(strings.TrimSuffix(raw, "'s"), "'")
+	return t, !stop[t] && !elided[t] && utf8.RuneCountInString(t) >= 2 && strings.ContainsFunc(t, unicode.IsLetter)
 }
 
 // summary returns the lead of text: whole sentences while they fit in

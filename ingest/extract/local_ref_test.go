@@ -17,28 +17,21 @@ import (
 
 // refLocal extracts from text already checked, whose words are words.
 func refLocal(in Input, words []string) Result {
-	title := refTitleOf(in)
-	refTerms := refTerms(words)
-	lang := refLanguage(refTerms)
-	return Result{
-		Title:     title,
-		Language:  lang,
-		WordCount: len(words),
-		KeyTerms:  refKeyTerms(refTerms, lang),
-		Summary:   refSummary(in.Text, title),
-		Extractor: "refLocal",
-	}
+	title, terms := refTitleOf(in), refTerms(words)
+	lang := refLanguage(terms)
+	return Result{Title: title, Language: lang, WordCount: len(words), KeyTerms: refKeyTerms(terms, lang),
+		Summary: refSummary(in.Text, title), Extractor: "refLocal"}
 }
 
-// refTitleOf is Input.Title, trimmed, or the text's first non-empty line cut
-// to MaxTitleRunes.
+// refTitleOf is Input.Title, trimmed, or the text's first line that is
+// not blank, its white space collapsed, cut to MaxTitleRunes.
 func refTitleOf(in Input) string {
 	if t := strings.TrimSpace(in.Title); t != "" {
 		return strings.ToValidUTF8(t, "\uFFFD")
 	}
-	for line := range strings.Lines(in.Text) {
-		if line = strings.Join(strings.Fields(line), " "); line != "" {
-			return refCutWords(line, MaxTitleRunes, "")
+	for _, line := range strings.Split(in.Text, "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			return refCutWords(strings.Join(f, " "), MaxTitleRunes, "")
 		}
 	}
 	return ""
@@ -48,21 +41,19 @@ func refTitleOf(in Input) string {
 // runes, ellipsis included, on the last space in the second half of the
 // cut, or hard when there is none; then ellipsis is appended.
 func refCutWords(s string, n int, ellipsis string) string {
-	if utf8.RuneCountInString(s) <= n {
+	rs := []rune(s)
+	if len(rs) <= n {
 		return s
 	}
 	n -= utf8.RuneCountInString(ellipsis)
-	rs := []rune(s)
-	cut := rs[:n]
-	if unicode.IsSpace(rs[n]) {
-		return strings.TrimRight(string(cut), " ,;:-–—") + ellipsis
+	end := n // the cut: at a space at n, else the last one past n/2
+	for end > n/2 && !unicode.IsSpace(rs[end]) {
+		end--
 	}
-	for i := n - 1; i > n/2; i-- {
-		if unicode.IsSpace(cut[i]) {
-			return strings.TrimRight(string(cut[:i]), " ,;:-–—") + ellipsis
-		}
+	if end == n/2 {
+		return string(rs[:n]) + ellipsis
 	}
-	return string(cut) + ellipsis
+	return strings.TrimRight(string(rs[:end]), " ,;:-–—") + ellipsis
 }
 
 // refTerms returns the lower-case refTerms of words for refLanguage and key refTerms:
@@ -80,7 +71,9 @@ func refTerms(words []string) []string {
 	return out
 }
 
-// refLanguage returns the ISO 639-1 code of refTerms, or Undetermined.
+// refLanguage returns the ISO 639-1 code of refTerms, or Undetermined: it
+// scores the stop words as the extractor did before it streamed them, and
+// picks as it does.
 func refLanguage(refTerms []string) string {
 	var score [len(languages)]float64
 	for _, t := range refTerms {
@@ -91,30 +84,13 @@ func refLanguage(refTerms []string) string {
 			}
 		}
 	}
-	best, second := 0, -1
-	for i := 1; i < len(score); i++ {
-		if score[i] > score[best] {
-			best, second = i, best
-		} else if second < 0 || score[i] > score[second] {
-			second = i
-		}
-	}
-	b, s := score[best], score[second]
-	if b < 2 || b < 1.5*s || b < 0.08*float64(len(refTerms)) {
-		return Undetermined
-	}
-	return languages[best].code
+	return pickLanguage(score, len(refTerms))
 }
 
 // refKeyTerms returns up to MaxKeyTerms refTerms by frequency, ties by first
 // appearance, without the stop words of lang.
 func refKeyTerms(refTerms []string, lang string) []string {
-	stop := allStop
-	for _, l := range languages {
-		if l.code == lang {
-			stop = l.stop
-		}
-	}
+	stop := stopWords(lang)
 	type term struct {
 		t     string
 		n     int
@@ -122,9 +98,9 @@ func refKeyTerms(refTerms []string, lang string) []string {
 	}
 	idx := make(map[string]int)
 	var ts []term
-	for i, t := range refTerms {
-		t = strings.TrimSuffix(strings.TrimSuffix(t, "'s"), "'")
-		if stop[t] || elided[t] || utf8.RuneCountInString(t) < 2 || !strings.ContainsFunc(t, unicode.IsLetter) {
+	for i, raw := range refTerms {
+		t, ok := keyTerm(raw, stop)
+		if !ok {
 			continue
 		}
 		if j, ok := idx[t]; ok {

@@ -162,15 +162,24 @@ func setupDLQList(fs *flag.FlagSet) subRun {
 }
 
 func writeDeadLetterTable(w io.Writer, dls []*weirtype.DeadLetter) error {
-	if len(dls) == 0 {
-		_, err := io.WriteString(w, "no dead letters\n")
+	return writeTable(w, "dead letters", "ID\tJOB\tKIND\tQUEUE\tREASON\tATTEMPTS\tFAILED AT\tLAST ERROR", dls, func(dl *weirtype.DeadLetter) string {
+		return fmt.Sprintf("%d\t%d\t%s\t%s\t%s\t%d\t%s\t%s", dl.ID, dl.JobID, oneLine(dl.Kind, 30), oneLine(dl.Queue, 20),
+			oneLine(string(dl.Reason), 30), dl.Attempts, dl.FailedAt.UTC().Format(time.RFC3339), oneLine(dl.LastError, 60))
+	})
+}
+
+// writeTable writes a row a line under header, in aligned columns (the
+// cells of header and of each row separated by tabs), or "no what" when
+// there are no rows.
+func writeTable[T any](w io.Writer, what, header string, rows []T, row func(T) string) error {
+	if len(rows) == 0 {
+		_, err := fmt.Fprintf(w, "no %s\n", what)
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tJOB\tKIND\tQUEUE\tREASON\tATTEMPTS\tFAILED AT\tLAST ERROR")
-	for _, dl := range dls {
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%d\t%s\t%s\n", dl.ID, dl.JobID, oneLine(dl.Kind, 30), oneLine(dl.Queue, 20),
-			oneLine(string(dl.Reason), 30), dl.Attempts, dl.FailedAt.UTC().Format(time.RFC3339), oneLine(dl.LastError, 60))
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		fmt.Fprintln(tw, row(r))
 	}
 	return tw.Flush()
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/weirhq/weir/store"
@@ -101,21 +100,14 @@ func stateNames() string {
 }
 
 func writeJobTable(w io.Writer, jobs []*weirtype.Job) error {
-	if len(jobs) == 0 {
-		_, err := io.WriteString(w, "no jobs\n")
-		return err
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tKIND\tQUEUE\tSTATE\tATTEMPT\tSCHEDULED AT\tUPDATED AT\tLAST ERROR")
-	for _, j := range jobs {
+	return writeTable(w, "jobs", "ID\tKIND\tQUEUE\tSTATE\tATTEMPT\tSCHEDULED AT\tUPDATED AT\tLAST ERROR", jobs, func(j *weirtype.Job) string {
 		last := ""
 		if n := len(j.Errors); n > 0 {
 			last = j.Errors[n-1].Message
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", j.ID, oneLine(j.Kind, 30), oneLine(j.Queue, 20), j.State,
+		return fmt.Sprintf("%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s", j.ID, oneLine(j.Kind, 30), oneLine(j.Queue, 20), j.State,
 			j.Attempt, j.MaxAttempts, j.ScheduledAt.UTC().Format(time.RFC3339), j.UpdatedAt.UTC().Format(time.RFC3339), oneLine(last, 60))
-	}
-	return tw.Flush()
+	})
 }
 
 // jobRecord is the JSON shape of a job that jobs list -json and jobs show

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/weirhq/weir/internal/eventually"
 	"github.com/weirhq/weir/internal/testenv"
 )
 
@@ -89,16 +90,19 @@ func (s *PostgresServer) start() error {
 	// confirms it takes ours.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for {
+	var closeErr error
+	why, ok := eventually.Wait(30*time.Second, func() (bool, string) {
 		conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.port))
-		if err == nil {
-			return conn.Close(ctx)
+		if err != nil {
+			return false, err.Error()
 		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("the server does not take connections: %w", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		closeErr = conn.Close(ctx)
+		return true, ""
+	})
+	if !ok {
+		return fmt.Errorf("the server does not take connections: %s", why)
 	}
+	return closeErr
 }
 
 // run runs one of the server's programs, as the user postgres when the

@@ -96,6 +96,10 @@ CREATE TABLE {docs} (
 	tsv        tsvector NOT NULL
 );
 CREATE INDEX ON {docs} USING gin (tsv);
+-- Keep tsv in the row (compressed if it can be), and move the texts out
+-- to TOAST first: a search that matches many documents ranks every
+-- match, and reading each tsv from TOAST made it 2-3 times slower.
+ALTER TABLE {docs} ALTER COLUMN tsv SET STORAGE MAIN;
 
 CREATE TABLE {meta} (
 	version integer NOT NULL
@@ -150,10 +154,12 @@ SELECT d.id, d.title, d.source, d.summary, d.updated_at, top.score,
 FROM top
 JOIN {docs} AS d ON d.id = top.id
 CROSS JOIN LATERAL (
-	SELECT count(*) FILTER (WHERE ts_filter(d.tsv, '{a}') @@ to_tsquery({cfg}, t.q)) AS title,
-		count(*) FILTER (WHERE ts_filter(d.tsv, '{d}') @@ to_tsquery({cfg}, t.q)) AS body,
-		count(*) FILTER (WHERE ts_filter(d.tsv, '{b}') @@ to_tsquery({cfg}, t.q)) AS terms
-	FROM unnest($3::text[]) AS t(q)
+	SELECT count(*) FILTER (WHERE l.title @@ t.q) AS title,
+		count(*) FILTER (WHERE l.body @@ t.q) AS body,
+		count(*) FILTER (WHERE l.terms @@ t.q) AS terms
+	FROM (SELECT ts_filter(d.tsv, '{a}') AS title, ts_filter(d.tsv, '{d}') AS body,
+			ts_filter(d.tsv, '{b}') AS terms OFFSET 0) AS l,
+		(SELECT to_tsquery({cfg}, q) FROM unnest($3::text[]) AS u(q)) AS t(q)
 ) AS m
 CROSS JOIN LATERAL (
 	SELECT CASE WHEN m.title >= m.body AND m.title >= m.terms THEN d.title
