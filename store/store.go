@@ -79,6 +79,8 @@ type Executor interface {
 	Ledger
 	DeadLetters
 	Operator
+	Results
+	Retention
 }
 
 // Jobs inserts, reads and cancels jobs: what a client that only inserts

@@ -91,6 +91,12 @@ type Job struct {
 	DeadlineAt time.Time
 	// Errors holds the error of every failed attempt, oldest first.
 	Errors []AttemptError
+	// Progress is the latest progress an attempt recorded (see its
+	// Attempt); nil when none did.
+	Progress *Progress
+	// Output is what the job's latest success returned, as JSON of at
+	// most MaxOutput bytes; empty for none.
+	Output json.RawMessage
 }
 
 // InsertOutcome is what an insert did.

@@ -24,7 +24,8 @@ const maxTxAttempts = 3
 
 // jobColumns are the columns scanJob reads, in its order.
 const jobColumns = `id, kind, queue, payload, state, attempt, max_attempts, idempotency_key, source, priority,
-	scheduled_at, created_at, updated_at, attempted_at, finalized_at, lease_owner, lease_expires_at, deadline_at, errors`
+	scheduled_at, created_at, updated_at, attempted_at, finalized_at, lease_owner, lease_expires_at, deadline_at, errors,
+	progress, output`
 
 // queries are the executor's SQL statements, with the schema's name in
 // them: every statement names its schema, so it reads weir's tables however
@@ -337,12 +338,13 @@ func scanJob(row pgx.Row, extra ...any) (*weirtype.Job, error) {
 	var (
 		j                                                    weirtype.Job
 		state                                                string
-		payload, errs                                        []byte
+		payload, errs, progress, output                      []byte
 		attemptedAt, finalizedAt, leaseExpiresAt, deadlineAt pgtype.Timestamptz
 	)
 	dest := []any{
 		&j.ID, &j.Kind, &j.Queue, &payload, &state, &j.Attempt, &j.MaxAttempts, &j.IdempotencyKey, &j.Source, &j.Priority,
 		&j.ScheduledAt, &j.CreatedAt, &j.UpdatedAt, &attemptedAt, &finalizedAt, &j.LeaseOwner, &leaseExpiresAt, &deadlineAt, &errs,
+		&progress, &output,
 	}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
@@ -364,6 +366,16 @@ func scanJob(row pgx.Row, extra ...any) (*weirtype.Job, error) {
 	}
 	for i := range j.Errors {
 		j.Errors[i].At = j.Errors[i].At.UTC()
+	}
+	if progress != nil {
+		j.Progress = new(weirtype.Progress)
+		if err := json.Unmarshal(progress, j.Progress); err != nil {
+			return nil, fmt.Errorf("job %d: progress column: %w", j.ID, err)
+		}
+		j.Progress.At = j.Progress.At.UTC()
+	}
+	if output != nil {
+		j.Output = json.RawMessage(output)
 	}
 	return &j, nil
 }

@@ -24,7 +24,8 @@ var _ store.Executor = executor{}
 
 // jobColumns are weir_jobs' columns in the order scanJob reads them.
 const jobColumns = `id, kind, queue, payload, state, attempt, max_attempts, idempotency_key, source, priority,
-	scheduled_at, created_at, updated_at, attempted_at, finalized_at, lease_owner, lease_expires_at, deadline_at, errors`
+	scheduled_at, created_at, updated_at, attempted_at, finalized_at, lease_owner, lease_expires_at, deadline_at, errors,
+	progress, output`
 
 // insertJob inserts one job, or nothing when a job with its (non-empty)
 // idempotency key exists: then it returns no row and the caller reads the
@@ -283,12 +284,19 @@ func scanJob(row scanner) (*weirtype.Job, error) {
 		payload, state, errs                         string
 		scheduled, created, updated                  sql.NullInt64
 		attempted, finalized, leaseExpires, deadline sql.NullInt64
+		progress, output                             sql.NullString
 	)
 	err := row.Scan(&j.ID, &j.Kind, &j.Queue, &payload, &state, &j.Attempt, &j.MaxAttempts, &j.IdempotencyKey,
 		&j.Source, &j.Priority, &scheduled, &created, &updated, &attempted, &finalized, &j.LeaseOwner,
-		&leaseExpires, &deadline, &errs)
+		&leaseExpires, &deadline, &errs, &progress, &output)
 	if err != nil {
 		return nil, err
+	}
+	if j.Progress, err = decodeProgress(progress); err != nil {
+		return nil, fmt.Errorf("job %d: progress column: %w", j.ID, err)
+	}
+	if output.Valid {
+		j.Output = json.RawMessage(output.String)
 	}
 	j.Payload = json.RawMessage(payload)
 	j.State = weirtype.State(state)
