@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/internal/tempstore"
 	"github.com/weirhq/weir/resilience/backoff"
-	"github.com/weirhq/weir/store/sqlite"
 )
 
 // ExtractArgs is a job kind: its value is the job's JSON payload.
@@ -23,26 +21,12 @@ func (ExtractArgs) Kind() string { return "extract" }
 // Register a worker, insert a job, run it and stop.
 func Example() {
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "weir-example-")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer os.RemoveAll(dir)
-	s, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(dir, "weir.db")})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	s := tempstore.MustOpen(ctx) // sqlite.Open and Migrate, in a temporary directory
 	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		fmt.Println(err)
-		return
-	}
 
 	ran := make(chan string, 1)
 	workers := weir.NewWorkers()
-	err = weir.AddWorker(workers, weir.WorkFunc(func(ctx context.Context, j *weir.Job[ExtractArgs]) error {
+	err := weir.AddWorker(workers, weir.WorkFunc(func(ctx context.Context, j *weir.Job[ExtractArgs]) error {
 		ran <- fmt.Sprintf("extracting %s (attempt %d)", j.Args.Path, j.Attempt)
 		return nil
 	}), weir.KindConfig{MaxAttempts: 3, Backoff: backoff.Exponential(5*time.Minute, 2, time.Hour)})

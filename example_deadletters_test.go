@@ -5,15 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
 	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/internal/tempstore"
 	"github.com/weirhq/weir/resilience/retry"
 	"github.com/weirhq/weir/store"
-	"github.com/weirhq/weir/store/sqlite"
 )
 
 // ParseArgs is the job kind of the dead-letter example.
@@ -28,27 +26,13 @@ func (ParseArgs) Kind() string { return "parse" }
 // and purges what is left.
 func ExampleClient_RequeueDeadLetters() {
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "weir-example-")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer os.RemoveAll(dir)
-	s, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(dir, "weir.db")})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	s := tempstore.MustOpen(ctx) // sqlite.Open and Migrate, in a temporary directory
 	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		fmt.Println(err)
-		return
-	}
 
 	var fixed atomic.Bool // the parser is fixed after the first failure
 	done := make(chan string, 1)
 	workers := weir.NewWorkers()
-	err = weir.AddWorker(workers, weir.WorkFunc(func(ctx context.Context, j *weir.Job[ParseArgs]) error {
+	err := weir.AddWorker(workers, weir.WorkFunc(func(ctx context.Context, j *weir.Job[ParseArgs]) error {
 		if !fixed.Load() {
 			return retry.Permanent(errors.New("unsupported charset in " + j.Args.Path))
 		}

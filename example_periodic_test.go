@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/clock"
-	"github.com/weirhq/weir/store/sqlite"
+	"github.com/weirhq/weir/internal/tempstore"
 )
 
 // CleanupArgs is the job kind of a periodic job.
@@ -24,26 +22,12 @@ func (CleanupArgs) Kind() string { return "cleanup" }
 // stands in for the hours, so the example runs at once.)
 func ExamplePeriodicJob() {
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "weir-example-")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer os.RemoveAll(dir)
-	s, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(dir, "weir.db")})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	s := tempstore.MustOpen(ctx) // sqlite.Open and Migrate, in a temporary directory
 	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		fmt.Println(err)
-		return
-	}
 
 	ran := make(chan struct{})
 	workers := weir.NewWorkers()
-	err = weir.AddWorker(workers, weir.WorkFunc(func(ctx context.Context, j *weir.Job[CleanupArgs]) error {
+	err := weir.AddWorker(workers, weir.WorkFunc(func(ctx context.Context, j *weir.Job[CleanupArgs]) error {
 		fmt.Println("cleanup for", j.ScheduledAt.Format("15:04"), "key", j.IdempotencyKey)
 		ran <- struct{}{}
 		return nil

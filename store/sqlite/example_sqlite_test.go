@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/weirhq/weir/internal/tempstore"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/store/sqlite"
 	"github.com/weirhq/weir/weirtype"
@@ -63,22 +64,8 @@ func Example() {
 // among the dead letters and requeues it, its error history kept.
 func Example_deadLetters() {
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "weir-example-")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer os.RemoveAll(dir)
-	s, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(dir, "weir.db")})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	s := tempstore.MustOpen(ctx) // sqlite.Open and Migrate, in a temporary directory
 	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		fmt.Println(err)
-		return
-	}
 	ex := s.Executor()
 	now := time.Date(2026, 1, 21, 15, 30, 0, 0, time.UTC)
 	if _, err := ex.Insert(ctx, now, []store.InsertParams{{Kind: "extract", Source: "incoming/P001/session.txt"}}); err != nil {
