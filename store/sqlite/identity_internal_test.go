@@ -17,14 +17,7 @@ import (
 func TestStoreIdentityMigrationKeepsOlderMessagesIDs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "weir.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := migratedStore(t)
 	now := time.Date(2026, 1, 21, 15, 30, 0, 0, time.UTC)
 	ids, err := s.Executor().AddOutbox(ctx, now, []store.OutboxMessage{{Topic: "t"}, {Topic: "t"}, {Topic: "t"}})
 	if err != nil {
@@ -34,20 +27,7 @@ func TestStoreIdentityMigrationKeepsOlderMessagesIDs(t *testing.T) {
 	if err != nil || fresh.LegacyThrough != 0 {
 		t.Fatalf("identity of a store made by this weir: %+v, %v; want no legacy messages", fresh, err)
 	}
-	ms, err := migration.Load(migrationFS, "migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sql := ""
-	for _, m := range ms {
-		if m.Name == "store_identity" {
-			sql = m.SQL
-		}
-	}
-	if sql == "" {
-		t.Fatal("no store_identity migration")
-	}
-	for _, q := range []string{"DROP TABLE weir_store_identity", sql} {
+	for _, q := range []string{"DROP TABLE weir_store_identity", migrationSQL(t, "store_identity")} {
 		if _, err := s.DB().ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -59,4 +39,42 @@ func TestStoreIdentityMigrationKeepsOlderMessagesIDs(t *testing.T) {
 	if upgraded.LegacyThrough != ids[2] || upgraded.StoreID == fresh.StoreID || len(upgraded.StoreID) != 16 {
 		t.Fatalf("identity made over 3 messages: %+v (before: %+v); want legacy through %d and a new id", upgraded, fresh, ids[2])
 	}
+}
+
+// openStore returns a store, not yet migrated, on a file in the test's
+// temporary directory, closed when the test ends.
+func openStore(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), Config{Path: filepath.Join(t.TempDir(), "weir.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// migratedStore is openStore's store, migrated.
+func migratedStore(t *testing.T) *Store {
+	t.Helper()
+	s := openStore(t)
+	if _, err := s.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// migrationSQL returns the SQL of the migration named name.
+func migrationSQL(t *testing.T, name string) string {
+	t.Helper()
+	ms, err := migration.Load(migrationFS, "migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if m.Name == name {
+			return m.SQL
+		}
+	}
+	t.Fatalf("no %s migration", name)
+	return ""
 }

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -29,14 +28,7 @@ import (
 func TestLifecycleQueriesUseIndexes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "weir.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := migratedStore(t)
 	// The statements that must look jobs up by id.
 	const byID = "SEARCH weir_jobs USING INTEGER PRIMARY KEY (rowid=?)"
 	lookUp := map[string]bool{"heartbeat": true, "complete": true, "complete many": true, "retry": true,
@@ -151,11 +143,7 @@ func TestLifecycleQueriesUseIndexes(t *testing.T) {
 func TestHotStatementsArePreparedOnceMigrated(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "weir.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openStore(t)
 	now := time.Date(2026, 1, 21, 15, 30, 0, 0, time.UTC)
 	claim := store.ClaimParams{Now: now, Limit: 1, Owner: "w", LeaseFor: time.Minute}
 	if _, err := s.Executor().Claim(ctx, claim); err == nil || !strings.Contains(err.Error(), "no such table") {

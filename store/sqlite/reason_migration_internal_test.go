@@ -2,12 +2,10 @@ package sqlite
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/weirhq/weir/store"
-	"github.com/weirhq/weir/store/migration"
 	"github.com/weirhq/weir/weirtype"
 )
 
@@ -17,14 +15,7 @@ import (
 func TestReasonMigrationKeepsDeadLettersAndTheirIDs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, err := Open(ctx, Config{Path: filepath.Join(t.TempDir(), "weir.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := migratedStore(t)
 	ex := s.Executor()
 	now := time.Date(2026, 1, 21, 15, 30, 0, 0, time.UTC)
 	abandon := func(key string) *weirtype.DeadLetter {
@@ -51,20 +42,7 @@ func TestReasonMigrationKeepsDeadLettersAndTheirIDs(t *testing.T) {
 	if n, err := ex.PurgeDeadLetters(ctx, store.DeadLetterFilter{IDs: []int64{b.ID}}); err != nil || n != 1 {
 		t.Fatalf("purge: %d, %v", n, err)
 	}
-	ms, err := migration.Load(migrationFS, "migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sql := ""
-	for _, m := range ms {
-		if m.Name == "retry_after_reason" {
-			sql = m.SQL
-		}
-	}
-	if sql == "" {
-		t.Fatal("no retry_after_reason migration")
-	}
-	if _, err := s.DB().ExecContext(ctx, sql); err != nil {
+	if _, err := s.DB().ExecContext(ctx, migrationSQL(t, "retry_after_reason")); err != nil {
 		t.Fatalf("migration again: %v", err)
 	}
 	got, err := ex.GetDeadLetter(ctx, a.ID)
