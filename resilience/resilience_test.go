@@ -74,17 +74,23 @@ func newBreaker(t *testing.T, clk clock.Clock) *breaker.Breaker {
 	return b
 }
 
+// doDown runs, through policies, a call to a dependency that is down, and
+// returns how many times the call reached it and Do's error.
+func doDown(policies ...resilience.Policy) (calls int, err error) {
+	err = resilience.Do(context.Background(), func(context.Context) error {
+		calls++
+		return errDown
+	}, policies...)
+	return calls, err
+}
+
 // With the retry policy outside the breaker, the breaker sees every
 // attempt, and the open circuit ends the retries at once.
 func TestRetryOutsideBreakerCountsEveryAttempt(t *testing.T) {
 	clk := clock.NewFake(time.Unix(0, 0))
 	br := newBreaker(t, clk)
 	rp := retry.MustNew(retry.Config{MaxAttempts: 10, Backoff: backoff.Constant(0), Clock: clk})
-	calls := 0
-	err := resilience.Do(context.Background(), func(context.Context) error {
-		calls++
-		return errDown
-	}, rp, br)
+	calls, err := doDown(rp, br)
 	if calls != 3 {
 		t.Fatalf("%d calls reached the dependency, want 3 (the breaker opens on the third)", calls)
 	}
@@ -103,11 +109,7 @@ func TestBreakerOutsideRetryCountsOneOutcomePerCall(t *testing.T) {
 	clk := clock.NewFake(time.Unix(0, 0))
 	br := newBreaker(t, clk)
 	rp := retry.MustNew(retry.Config{MaxAttempts: 5, Backoff: backoff.Constant(0), Clock: clk})
-	calls := 0
-	err := resilience.Do(context.Background(), func(context.Context) error {
-		calls++
-		return errDown
-	}, br, rp)
+	calls, err := doDown(br, rp)
 	if calls != 5 || !errors.Is(err, errDown) {
 		t.Fatalf("calls=%d err=%v, want all 5 attempts", calls, err)
 	}

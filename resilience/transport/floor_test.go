@@ -9,32 +9,10 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/clock"
-	"github.com/weirhq/weir/resilience/backoff"
 	"github.com/weirhq/weir/resilience/breaker"
 	"github.com/weirhq/weir/resilience/retry"
 	"github.com/weirhq/weir/resilience/transport"
 )
-
-// A Retry-After longer than the backoff's cap is waited in full: the
-// transport never calls the server again before the server allows.
-func TestRetryAfterLongerThanTheCapIsWaitedInFull(t *testing.T) {
-	clk := clock.NewFake(t0)
-	srv := newServer(t, statuses(http.Header{"Retry-After": {"120"}}, 429, 200))
-	tr := newTransport(t, transport.Config{
-		Base:  srv.Client().Transport,
-		Retry: retry.Config{Backoff: backoff.Exponential(time.Second, 2, 30*time.Second), Clock: clk},
-	})
-	resp, waits, err := roundTrip(t, clk, tr, newRequest(t, http.MethodGet, srv.URL, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != 200 || readBody(t, resp) != "attempt 2" {
-		t.Fatalf("got %v, want the retry's 200", resp.Status)
-	}
-	if len(waits) != 1 || waits[0] != 120*time.Second {
-		t.Fatalf("waits %v, want [2m0s]: the whole Retry-After, past the 30s cap", waits)
-	}
-}
 
 // A Retry-After past the limit (10 minutes unless configured) returns that
 // response at once: no early retry, no wait.

@@ -131,19 +131,7 @@ func TestRoundTripErrorTellsReasonAttemptsAndLastStatus(t *testing.T) {
 		clk := clock.NewFake(t0)
 		srv := newServer(t, statuses(nil, 503))
 		tr := newTransport(t, transport.Config{Base: srv.Client().Transport, Retry: retry.Config{Clock: clk}})
-		ctx, cancel := context.WithCancel(context.Background())
-		errc := make(chan error, 1)
-		go func() {
-			_, err := tr.RoundTrip(newRequest(t, http.MethodGet, srv.URL, nil).WithContext(ctx))
-			errc <- err
-		}()
-		wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer wcancel()
-		if err := clk.WaitForTimers(wctx, 1); err != nil {
-			t.Fatal("RoundTrip never started to wait")
-		}
-		cancel()
-		err := <-errc
+		err := cancelWhileWaiting(t, clk, tr, newRequest(t, http.MethodGet, srv.URL, nil))
 		te, ok := errors.AsType[*transport.Error](err)
 		if !ok || te.Reason != retry.ReasonCancelled || te.LastStatus != 503 || !errors.Is(err, context.Canceled) {
 			t.Fatalf("got %v, want cancelled with last status 503", err)

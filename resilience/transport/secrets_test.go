@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/resilience/retry"
@@ -147,19 +146,7 @@ func TestEchoedCredentialsStayOutOfErrorsAndLogs(t *testing.T) {
 			Base: srv.Client().Transport, Retry: retry.Config{Clock: clk},
 			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		})
-		ctx, cancel := context.WithCancel(context.Background())
-		errc := make(chan error, 1)
-		go func() {
-			_, err := tr.RoundTrip(credentialed(t, http.MethodGet, srv.URL).WithContext(ctx))
-			errc <- err
-		}()
-		wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer wcancel()
-		if err := clk.WaitForTimers(wctx, 1); err != nil {
-			t.Fatal("RoundTrip never started to wait")
-		}
-		cancel()
-		err := <-errc
+		err := cancelWhileWaiting(t, clk, tr, credentialed(t, http.MethodGet, srv.URL))
 		if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "503") {
 			t.Fatalf("got %v, want the cancellation naming the 503", err)
 		}

@@ -161,6 +161,40 @@ func roundTrip(t *testing.T, clk *clock.Fake, tr http.RoundTripper, req *http.Re
 	return resp, waits, err
 }
 
+// cancelWhileWaiting runs tr.RoundTrip(req) on its own goroutine, cancels
+// the request once the retry policy starts to wait on clk, and returns
+// RoundTrip's error (an error of its own if a response came instead). It
+// fails the test if the wait never starts or RoundTrip does not return
+// within 10 s of real time after the cancellation.
+func cancelWhileWaiting(t *testing.T, clk *clock.Fake, tr http.RoundTripper, req *http.Request) error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req = req.WithContext(ctx)
+	errc := make(chan error, 1)
+	go func() {
+		resp, err := tr.RoundTrip(req)
+		if resp != nil {
+			resp.Body.Close()
+			err = fmt.Errorf("got a response %v", resp.Status)
+		}
+		errc <- err
+	}()
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	if err := clk.WaitForTimers(wctx, 1); err != nil {
+		t.Fatal("RoundTrip never started to wait")
+	}
+	cancel()
+	select {
+	case err := <-errc:
+		return err
+	case <-wctx.Done():
+		t.Fatal("RoundTrip did not return after the caller cancelled")
+		return nil
+	}
+}
+
 func gaveUp(t *testing.T, err error) *retry.Error {
 	t.Helper()
 	re, ok := errors.AsType[*retry.Error](err)
@@ -202,49 +236,43 @@ func TestRetriesRetryableStatusesUntilSuccess(t *testing.T) {
 	}
 }
 
-func TestRetryAfterSecondsIsAFloorOverJitter(t *testing.T) {
-	clk := clock.NewFake(t0)
-	srv := newServer(t, statuses(http.Header{"Retry-After": {"7"}}, 429, 200))
-	tr := newTransport(t, transport.Config{
-		Base: srv.Client().Transport,
-		Retry: retry.Config{
-			Backoff: backoff.Exponential(time.Second, 2, time.Minute).WithJitter(backoff.JitterFull),
-			Rand:    func() float64 { return 0 }, // full jitter draws a zero wait
-			Clock:   clk,
-		},
-	})
-	resp, waits, err := roundTrip(t, clk, tr, newRequest(t, http.MethodGet, srv.URL, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != 200 || readBody(t, resp) != "attempt 2" {
-		t.Fatalf("got %v", resp.Status)
-	}
-	if len(waits) != 1 || waits[0] != 7*time.Second {
-		t.Fatalf("waits %v, want exactly [7s]", waits)
-	}
-}
-
-func TestRetryAfterHTTPDate(t *testing.T) {
-	clk := clock.NewFake(t0)
+// A Retry-After is waited in full, whatever the backoff: a floor over
+// its jitter, longer than its cap, or until the date it names.
+func TestRetryAfterIsWaitedInFull(t *testing.T) {
 	date := t0.Add(30 * time.Second).Format(http.TimeFormat)
-	srv := newServer(t, statuses(http.Header{"Retry-After": {date}}, 503, 200))
-	tr := newTransport(t, transport.Config{
-		Base: srv.Client().Transport,
-		Retry: retry.Config{
-			Backoff: backoff.Exponential(time.Second, 2, time.Minute).WithJitter(backoff.JitterNone),
-			Clock:   clk,
-		},
-	})
-	resp, waits, err := roundTrip(t, clk, tr, newRequest(t, http.MethodGet, srv.URL, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != 200 || readBody(t, resp) != "attempt 2" {
-		t.Fatalf("got %v", resp.Status)
-	}
-	if len(waits) != 1 || waits[0] != 30*time.Second {
-		t.Fatalf("waits %v, want [30s] until %s", waits, date)
+	for _, tc := range []struct {
+		name, retryAfter string
+		code             int
+		backoff          backoff.Backoff
+		rand             func() float64
+		want             time.Duration
+	}{
+		{"seconds over full jitter drawing a zero wait", "7", 429,
+			backoff.Exponential(time.Second, 2, time.Minute).WithJitter(backoff.JitterFull), func() float64 { return 0 }, 7 * time.Second},
+		{"an HTTP date", date, 503,
+			backoff.Exponential(time.Second, 2, time.Minute).WithJitter(backoff.JitterNone), nil, 30 * time.Second},
+		// The transport never calls the server again before the server allows.
+		{"longer than the backoff's cap", "120", 429,
+			backoff.Exponential(time.Second, 2, 30*time.Second), nil, 120 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clock.NewFake(t0)
+			srv := newServer(t, statuses(http.Header{"Retry-After": {tc.retryAfter}}, tc.code, 200))
+			tr := newTransport(t, transport.Config{
+				Base:  srv.Client().Transport,
+				Retry: retry.Config{Backoff: tc.backoff, Rand: tc.rand, Clock: clk},
+			})
+			resp, waits, err := roundTrip(t, clk, tr, newRequest(t, http.MethodGet, srv.URL, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != 200 || readBody(t, resp) != "attempt 2" {
+				t.Fatalf("got %v, want the retry's 200", resp.Status)
+			}
+			if len(waits) != 1 || waits[0] != tc.want {
+				t.Fatalf("Retry-After %s: waits %v, want exactly [%v]", tc.retryAfter, waits, tc.want)
+			}
+		})
 	}
 }
 
@@ -648,33 +676,12 @@ func TestCallerCancelDuringWaitReturnsPromptly(t *testing.T) {
 	tr := newTransport(t, transport.Config{
 		Base: srv.Client().Transport, Breaker: b, Retry: retry.Config{Clock: clk},
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	errc := make(chan error, 1)
-	go func() {
-		resp, err := tr.RoundTrip(newRequest(t, http.MethodGet, srv.URL, nil).WithContext(ctx))
-		if resp != nil {
-			resp.Body.Close()
-			err = fmt.Errorf("got a response %v", resp.Status)
-		}
-		errc <- err
-	}()
-	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer wcancel()
-	if err := clk.WaitForTimers(wctx, 1); err != nil {
-		t.Fatal("RoundTrip never started to wait")
+	err := cancelWhileWaiting(t, clk, tr, newRequest(t, http.MethodGet, srv.URL, nil))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
 	}
-	cancel()
-	select {
-	case err := <-errc:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("got %v, want context.Canceled", err)
-		}
-		if se, ok := errors.AsType[*transport.StatusError](err); !ok || se.StatusCode != 503 {
-			t.Fatalf("got %v, want it to name the 503 it was waiting to retry", err)
-		}
-	case <-wctx.Done():
-		t.Fatal("RoundTrip did not return after the caller cancelled")
+	if se, ok := errors.AsType[*transport.StatusError](err); !ok || se.StatusCode != 503 {
+		t.Fatalf("got %v, want it to name the 503 it was waiting to retry", err)
 	}
 	if n := srv.hits.Load(); n != 1 {
 		t.Fatalf("server got %d requests, want 1", n)
