@@ -28,18 +28,20 @@ type service struct {
 	defaultPort string // used when the URL names no port
 }
 
+// The services the tests use, with their defaults.
+var (
+	postgresService = service{name: "PostgreSQL", env: "WEIR_TEST_POSTGRES_URL", defaultURL: "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", defaultPort: "5432"}
+	rabbitMQService = service{name: "RabbitMQ", env: "WEIR_TEST_RABBITMQ_URL", defaultURL: "amqp://guest:guest@127.0.0.1:5672/", defaultPort: "5672"}
+	natsService     = service{name: "NATS", env: "WEIR_TEST_NATS_URL", defaultURL: "nats://127.0.0.1:4222", defaultPort: "4222"}
+)
+
 // Postgres returns the URL of the test PostgreSQL server, or skips the
 // test (fails it under WEIR_REQUIRE_SERVICES=1) when the server does not
 // answer. The default is postgres://postgres@127.0.0.1:5432/test?sslmode=disable;
 // WEIR_TEST_POSTGRES_URL overrides it.
 func Postgres(t testing.TB) string {
 	t.Helper()
-	return service{
-		name:        "PostgreSQL",
-		env:         "WEIR_TEST_POSTGRES_URL",
-		defaultURL:  "postgres://postgres@127.0.0.1:5432/test?sslmode=disable",
-		defaultPort: "5432",
-	}.need(t, os.Getenv)
+	return postgresService.need(t, os.Getenv)
 }
 
 // RabbitMQ returns the AMQP URL of the test RabbitMQ broker, or skips the
@@ -48,12 +50,7 @@ func Postgres(t testing.TB) string {
 // WEIR_TEST_RABBITMQ_URL overrides it.
 func RabbitMQ(t testing.TB) string {
 	t.Helper()
-	return service{
-		name:        "RabbitMQ",
-		env:         "WEIR_TEST_RABBITMQ_URL",
-		defaultURL:  "amqp://guest:guest@127.0.0.1:5672/",
-		defaultPort: "5672",
-	}.need(t, os.Getenv)
+	return rabbitMQService.need(t, os.Getenv)
 }
 
 // NATS returns the URL of the test NATS server, which must have JetStream
@@ -62,12 +59,7 @@ func RabbitMQ(t testing.TB) string {
 // WEIR_TEST_NATS_URL overrides it.
 func NATS(t testing.TB) string {
 	t.Helper()
-	return service{
-		name:        "NATS",
-		env:         "WEIR_TEST_NATS_URL",
-		defaultURL:  "nats://127.0.0.1:4222",
-		defaultPort: "4222",
-	}.need(t, os.Getenv)
+	return natsService.need(t, os.Getenv)
 }
 
 // need returns the service's URL if it answers, and otherwise skips or
