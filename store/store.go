@@ -66,8 +66,8 @@ type Transactor interface {
 // role, or the few roles, it needs: the engine's client Jobs, Leases,
 // Deadlines, Sweep, DeadLetters; an outbox relay Outbox; a consumer Inbox;
 // the workflow engine Workflows and Jobs; the effect ledger Ledger; the
-// metrics' scrape-time collector Sweep; an operator's tools DeadLetters
-// and Operator.
+// metrics' scrape-time collector Sweep; an operator's tools DeadLetters,
+// Operator and Pauses.
 type Executor interface {
 	Jobs
 	Leases
@@ -81,6 +81,7 @@ type Executor interface {
 	Operator
 	Results
 	Retention
+	Pauses
 }
 
 // Jobs inserts, reads and cancels jobs: what a client that only inserts

@@ -69,14 +69,21 @@ func newLifecycleQueries(schema, channel string) lifecycleQueries {
 FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS l(id, owner, attempt)
 WHERE j.id = l.id AND j.state = 'running' AND j.lease_owner = l.owner AND j.attempt = l.attempt
 RETURNING j.id, j.lease_owner, j.attempt`,
-		complete: `UPDATE ` + jobs + ` SET state = 'completed', finalized_at = $4::timestamptz, updated_at = $4::timestamptz, ` + dropLease + `
-WHERE ` + held + `
-RETURNING ` + jobColumns,
+		// Completing a breaker's probe ends its pause (see endProbes).
+		complete: `WITH job AS (
+	UPDATE ` + jobs + ` SET state = 'completed', finalized_at = $4::timestamptz, updated_at = $4::timestamptz, ` + dropLease + `
+	WHERE ` + held + `
+	RETURNING ` + jobColumns + `
+), ` + endProbes(schema, "job") + `
+SELECT ` + jobColumns + ` FROM job`,
 		// The leases come as Heartbeat's do.
-		completeMany: `UPDATE ` + jobs + ` AS j SET state = 'completed', finalized_at = $4::timestamptz, updated_at = $4::timestamptz, ` + dropLease + `
-FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS l(id, owner, attempt)
-WHERE j.id = l.id AND j.state = 'running' AND j.lease_owner = l.owner AND j.attempt = l.attempt
-RETURNING j.id`,
+		completeMany: `WITH job AS (
+	UPDATE ` + jobs + ` AS j SET state = 'completed', finalized_at = $4::timestamptz, updated_at = $4::timestamptz, ` + dropLease + `
+	FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS l(id, owner, attempt)
+	WHERE j.id = l.id AND j.state = 'running' AND j.lease_owner = l.owner AND j.attempt = l.attempt
+	RETURNING j.id
+), ` + endProbes(schema, "job") + `
+SELECT id FROM job`,
 		// A retry at once ($7 available) announces the job's queue.
 		failRetry: `WITH job AS (
 	UPDATE ` + jobs + ` SET

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -42,12 +43,12 @@ const claimJobs = `UPDATE weir_jobs SET
 		SELECT id FROM (
 			SELECT id, priority, scheduled_at FROM (
 				SELECT id, priority, scheduled_at FROM weir_jobs
-				WHERE state = 'available' AND queue = ?4
+				WHERE state = 'available' AND queue = ?4 AND ` + notPaused + `
 				ORDER BY priority DESC, scheduled_at, id LIMIT ` + limit5 + `)
 			UNION ALL
 			SELECT id, priority, scheduled_at FROM (
 				SELECT id, priority, scheduled_at FROM weir_jobs
-				WHERE state = 'scheduled' AND queue = ?4 AND scheduled_at <= ?1
+				WHERE state = 'scheduled' AND queue = ?4 AND scheduled_at <= ?1 AND ` + notPaused + `
 				ORDER BY priority DESC, scheduled_at, id LIMIT ` + limit5 + `))
 		ORDER BY priority DESC, scheduled_at, id LIMIT ` + limit5 + `)
 	RETURNING ` + jobColumns
@@ -80,12 +81,18 @@ func (e executor) Claim(ctx context.Context, p store.ClaimParams) ([]*weirtype.J
 	}
 	var jobs []*weirtype.Job
 	err := e.write(ctx, func(tx *sql.Tx) error {
+		probes, err := e.claimProbes(ctx, tx, p)
+		if err != nil || len(probes) == p.Limit {
+			jobs = probes
+			return err
+		}
 		rows, err := e.s.stmts.query(ctx, tx, claimJobs,
-			encodeTime(p.Now), p.Owner, encodeTime(p.Now.Add(p.LeaseFor)), p.Queue, p.Limit)
+			encodeTime(p.Now), p.Owner, encodeTime(p.Now.Add(p.LeaseFor)), p.Queue, p.Limit-len(probes))
 		if err != nil {
 			return err
 		}
 		jobs, err = scanJobs(rows, min(p.Limit, 100))
+		jobs = append(jobs, probes...)
 		return err
 	})
 	if err != nil {
@@ -267,8 +274,10 @@ func (e executor) Complete(ctx context.Context, now time.Time, l store.Lease) (*
 	}
 	var job *weirtype.Job
 	err = e.write(ctx, func(tx *sql.Tx) (err error) {
-		job, err = e.guarded(ctx, tx, completeJob, now, l)
-		return err
+		if job, err = e.guarded(ctx, tx, completeJob, now, l); err != nil {
+			return err
+		}
+		return e.endProbes(ctx, tx, []int64{job.ID})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("complete job %d: %w", l.ID, err)
@@ -317,7 +326,10 @@ func (e executor) CompleteMany(ctx context.Context, now time.Time, leases []stor
 			}
 			completed[id] = true
 		}
-		return rows.Err()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return e.endProbes(ctx, tx, slices.Collect(maps.Keys(completed)))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("complete %d jobs: %w", len(leases), err)

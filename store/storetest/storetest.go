@@ -80,6 +80,7 @@ func Run(t *testing.T, h Harness) {
 	cases = append(cases, workflowCases()...)
 	cases = append(cases, jobCases()...)
 	cases = append(cases, historyCases()...)
+	cases = append(cases, pauseCases()...)
 	cases = append(cases, retentionCases()...)
 	cases = append(cases, suiteCase{"SimulatedLifecycleUnderFaults", testSimulation})
 	for _, c := range cases {
