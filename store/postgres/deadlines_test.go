@@ -57,42 +57,10 @@ func TestConcurrentExpireHandlesEachJobOnce(t *testing.T) {
 	if _, err := s.Executor().Insert(ctx, now, batch); err != nil {
 		t.Fatal(err)
 	}
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		seen = map[int64]int{}
-		errs []error
-	)
-	for range sweeps {
-		wg.Go(func() {
-			for {
-				ids, err := s.Executor().ExpireDeadlines(ctx, now.Add(time.Minute), 7)
-				mu.Lock()
-				if err != nil {
-					errs = append(errs, err)
-				}
-				for _, j := range ids {
-					seen[j.ID]++
-				}
-				mu.Unlock()
-				if err != nil || len(ids) == 0 {
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if len(errs) > 0 {
-		t.Fatalf("%d sweeps failed, first: %v", len(errs), errs[0])
-	}
-	if len(seen) != jobs {
-		t.Fatalf("%d jobs expired, want %d", len(seen), jobs)
-	}
-	for id, n := range seen {
-		if n != 1 {
-			t.Fatalf("job %d expired %d times", id, n)
-		}
-	}
+	sweepEachOnce(t, "expire", sweeps, jobs, func() ([]int64, error) {
+		refs, err := s.Executor().ExpireDeadlines(ctx, now.Add(time.Minute), 7)
+		return store.IDsOf(refs), err
+	})
 	if n := queryInt(t, s, "SELECT count(*) FROM weir_dead_letters"); n != jobs {
 		t.Fatalf("%d dead letters, want %d", n, jobs)
 	}

@@ -85,25 +85,46 @@ func TestConcurrentRescueHandlesEachJobOnce(t *testing.T) {
 	if got := claimAt(t, s.Executor(), now, store.DefaultQueue, "w", jobs, time.Second); len(got) != jobs {
 		t.Fatalf("claimed %d jobs, want %d", len(got), jobs)
 	}
+	sweepEachOnce(t, "rescue", rescuers, jobs, func() ([]int64, error) {
+		rescued, dead, err := s.Executor().RescueExpired(ctx, now.Add(time.Minute), 7)
+		var ids []int64
+		for _, j := range append(rescued, dead...) {
+			ids = append(ids, j.ID)
+		}
+		return ids, err
+	})
+	if n := queryInt(t, s, "SELECT count(*) FROM weir_jobs WHERE jsonb_array_length(errors) <> 1"); n != 0 {
+		t.Fatalf("%d jobs without exactly one error recorded", n)
+	}
+	if n := queryInt(t, s, "SELECT count(*) FROM weir_dead_letters"); n != jobs/2 {
+		t.Fatalf("%d dead letters, want %d", n, jobs/2)
+	}
+}
+
+// sweepEachOnce runs sweep on sweepers goroutines at once, each until it
+// fails or sweeps no more jobs (it returns the ids of those it swept), and fails the test unless every one of the
+// jobs was swept exactly once. what names the sweep in messages.
+func sweepEachOnce(t *testing.T, what string, sweepers, jobs int, sweep func() (ids []int64, err error)) {
+	t.Helper()
 	var (
 		mu   sync.Mutex
 		seen = map[int64]int{}
 		errs []error
 		wg   sync.WaitGroup
 	)
-	for range rescuers {
+	for range sweepers {
 		wg.Go(func() {
 			for {
-				rescued, dead, err := s.Executor().RescueExpired(ctx, now.Add(time.Minute), 7)
+				swept, err := sweep()
 				mu.Lock()
 				if err != nil {
 					errs = append(errs, err)
 				}
-				for _, j := range append(rescued, dead...) {
-					seen[j.ID]++
+				for _, id := range swept {
+					seen[id]++
 				}
 				mu.Unlock()
-				if err != nil || len(rescued)+len(dead) == 0 {
+				if err != nil || len(swept) == 0 {
 					return
 				}
 			}
@@ -111,21 +132,15 @@ func TestConcurrentRescueHandlesEachJobOnce(t *testing.T) {
 	}
 	wg.Wait()
 	if len(errs) > 0 {
-		t.Fatalf("%d rescues failed, first: %v", len(errs), errs[0])
+		t.Fatalf("%d sweeps (%s) failed, first: %v", len(errs), what, errs[0])
 	}
 	if len(seen) != jobs {
-		t.Fatalf("%d jobs rescued, want %d", len(seen), jobs)
+		t.Fatalf("%d jobs swept (%s), want %d", len(seen), what, jobs)
 	}
 	for id, n := range seen {
 		if n != 1 {
-			t.Errorf("job %d rescued %d times", id, n)
+			t.Errorf("job %d swept (%s) %d times", id, what, n)
 		}
-	}
-	if n := queryInt(t, s, "SELECT count(*) FROM weir_jobs WHERE jsonb_array_length(errors) <> 1"); n != 0 {
-		t.Fatalf("%d jobs without exactly one error recorded", n)
-	}
-	if n := queryInt(t, s, "SELECT count(*) FROM weir_dead_letters"); n != jobs/2 {
-		t.Fatalf("%d dead letters, want %d", n, jobs/2)
 	}
 }
 
