@@ -69,22 +69,25 @@ func testPutGet(t *testing.T, h Harness) {
 	}
 }
 
+// Terms nil or empty come back nil, with the zero time.
 func testZeroTimeNoTerms(t *testing.T, h Harness) {
 	ix := h.Open(t)
-	put(t, ix, search.Doc{ID: "z", Body: "text", Terms: []string{}})
-	got, err := ix.Get(context.Background(), "z")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !got.UpdatedAt.IsZero() || got.Terms != nil {
-		t.Errorf("Get = %+v, want the zero UpdatedAt and nil Terms", got)
+	put(t, ix, search.Doc{ID: "y", Body: "text"}, search.Doc{ID: "z", Body: "text", Terms: []string{}})
+	for _, id := range []string{"y", "z"} {
+		got, err := ix.Get(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got.UpdatedAt.IsZero() || got.Terms != nil {
+			t.Errorf("Get = %+v, want the zero UpdatedAt and nil Terms", got)
+		}
 	}
 	es, err := ix.Entries(context.Background(), "", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(es) != 1 || es[0].ID != "z" || !es[0].UpdatedAt.IsZero() {
-		t.Errorf("Entries = %v, want one entry with the zero time", es)
+	if len(es) != 2 || es[0].ID != "y" || es[1].ID != "z" || !es[0].UpdatedAt.IsZero() || !es[1].UpdatedAt.IsZero() {
+		t.Errorf("Entries = %v, want y and z with the zero time", es)
 	}
 }
 
