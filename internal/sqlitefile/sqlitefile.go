@@ -1,7 +1,8 @@
 // Package sqlitefile holds what weir's SQLite files share, the store's
 // database (store/sqlite) and the search index (search/fts): the data
 // source name of a file, the check of its path, its creation readable by
-// its owner only, and the encoding of times as microseconds.
+// its owner only, its writing and reading pools, and the encoding of
+// times as microseconds.
 package sqlitefile
 
 import (
@@ -12,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 )
@@ -26,6 +28,19 @@ func DSN(abs string, q url.Values) string {
 	}
 	u := url.URL{Scheme: "file", Path: p, RawQuery: q.Encode()}
 	return u.String()
+}
+
+// AbsPath is path made absolute and checked by CheckPath. pkg begins the
+// message of an error; what names the file.
+func AbsPath(pkg, what, path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("%s: open %s: %w", pkg, path, err)
+	}
+	if err := CheckPath(pkg, what, abs); err != nil {
+		return "", err
+	}
+	return abs, nil
 }
 
 // CheckPath returns a clear error when path cannot be such a file: its
@@ -72,6 +87,48 @@ func CreateFile(pkg, path string) error {
 		return fmt.Errorf("%s: create %s: %w", pkg, path, err)
 	}
 	return nil
+}
+
+// OpenWriter opens the pool that writes to the file at the absolute path
+// abs: one connection, kept for the pool's life, so that writers queue for
+// it in this process instead of contending for SQLite's write lock; every
+// transaction BEGIN IMMEDIATE; WAL journal, synchronous NORMAL, busy
+// timeout busy (at least 1 ms), then the pragmas given. The pragmas apply
+// when the connection opens, at its first use. The caller has registered
+// the modernc.org/sqlite driver.
+func OpenWriter(abs string, busy time.Duration, pragmas ...string) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", DSN(abs, url.Values{
+		"_txlock": {"immediate"},
+		"_pragma": append([]string{busyTimeout(busy), "journal_mode(WAL)", "synchronous(NORMAL)"}, pragmas...),
+	}))
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	return db, nil
+}
+
+// OpenReader opens the pool that reads the file at the absolute path abs:
+// max(4, GOMAXPROCS) query-only connections, with the busy timeout busy
+// (at least 1 ms).
+func OpenReader(abs string, busy time.Duration) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", DSN(abs, url.Values{
+		"_pragma": {busyTimeout(busy), "query_only(ON)"},
+	}))
+	if err != nil {
+		return nil, err
+	}
+	n := max(4, runtime.GOMAXPROCS(0))
+	db.SetMaxOpenConns(n)
+	db.SetMaxIdleConns(n)
+	return db, nil
+}
+
+func busyTimeout(d time.Duration) string {
+	return fmt.Sprintf("busy_timeout(%d)", max(1, d.Milliseconds()))
 }
 
 // EncodeTime is t's column value: nil (NULL) for the zero time, otherwise

@@ -8,10 +8,8 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net/url"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -94,11 +92,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	path, err := filepath.Abs(cfg.Path)
+	path, err := sqlitefile.AbsPath("sqlite", "database file", cfg.Path)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
-	}
-	if err := sqlitefile.CheckPath("sqlite", "database file", path); err != nil {
 		return nil, err
 	}
 	if err := sqlitefile.CreateFile("sqlite", path); err != nil {
@@ -109,45 +104,24 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 
-	busy := max(1, cfg.BusyTimeout.Milliseconds())
-	write, err := sql.Open("sqlite", sqlitefile.DSN(path, url.Values{
-		"_txlock": {"immediate"},
-		"_pragma": {
-			fmt.Sprintf("busy_timeout(%d)", busy),
-			"journal_mode(WAL)",
-			"synchronous(NORMAL)",
-			"foreign_keys(ON)",
-		},
-	}))
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
-	}
 	// One connection, kept for the life of the store: weir's writes and
 	// the callers' write transactions queue for it in this process instead
 	// of contending for SQLite's write lock (see doc.go).
-	write.SetMaxOpenConns(1)
-	write.SetMaxIdleConns(1)
-	write.SetConnMaxLifetime(0)
-	write.SetConnMaxIdleTime(0)
+	write, err := sqlitefile.OpenWriter(path, cfg.BusyTimeout, "foreign_keys(ON)")
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
 
 	if err := checkWAL(ctx, write, path); err != nil {
 		write.Close()
 		return nil, err
 	}
 
-	read, err := sql.Open("sqlite", sqlitefile.DSN(path, url.Values{
-		"_pragma": {
-			fmt.Sprintf("busy_timeout(%d)", busy),
-			"query_only(ON)",
-		},
-	}))
+	read, err := sqlitefile.OpenReader(path, cfg.BusyTimeout)
 	if err != nil {
 		write.Close()
 		return nil, fmt.Errorf("sqlite: open %s for reading: %w", path, err)
 	}
-	n := max(4, runtime.GOMAXPROCS(0))
-	read.SetMaxOpenConns(n)
-	read.SetMaxIdleConns(n)
 	if err := read.PingContext(ctx); err != nil {
 		write.Close()
 		read.Close()

@@ -7,10 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net/url"
 	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -115,11 +112,8 @@ func Open(ctx context.Context, cfg Config) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	path, err := filepath.Abs(cfg.Path)
+	path, err := sqlitefile.AbsPath("fts", "index file", cfg.Path)
 	if err != nil {
-		return nil, fmt.Errorf("fts: open %s: %w", cfg.Path, err)
-	}
-	if err := sqlitefile.CheckPath("fts", "index file", path); err != nil {
 		return nil, err
 	}
 	ix, reason, err := open(ctx, cfg, path)
@@ -156,20 +150,10 @@ func open(ctx context.Context, cfg Config, path string) (_ *Index, reason string
 	if err := sqlitefile.CreateFile("fts", path); err != nil {
 		return nil, "", err
 	}
-	busy := fmt.Sprintf("busy_timeout(%d)", max(1, cfg.BusyTimeout.Milliseconds()))
-	write, err := sql.Open("sqlite", sqlitefile.DSN(path, url.Values{
-		"_txlock": {"immediate"},
-		"_pragma": {busy, "journal_mode(WAL)", "synchronous(NORMAL)"},
-	}))
+	write, err := sqlitefile.OpenWriter(path, cfg.BusyTimeout)
 	if err != nil {
 		return nil, "", fmt.Errorf("fts: open %s: %w", path, err)
 	}
-	// One connection for the life of the index: writers queue for it in
-	// this process instead of contending for SQLite's write lock.
-	write.SetMaxOpenConns(1)
-	write.SetMaxIdleConns(1)
-	write.SetConnMaxLifetime(0)
-	write.SetConnMaxIdleTime(0)
 
 	ix := &Index{path: path, write: write, logger: cfg.Logger}
 	fail := func(err error) (*Index, string, error) {
@@ -193,16 +177,11 @@ func open(ctx context.Context, cfg Config, path string) (_ *Index, reason string
 		return fail(err)
 	}
 
-	read, err := sql.Open("sqlite", sqlitefile.DSN(path, url.Values{
-		"_pragma": {busy, "query_only(ON)"},
-	}))
+	read, err := sqlitefile.OpenReader(path, cfg.BusyTimeout)
 	if err != nil {
 		return fail(err)
 	}
 	ix.read = read
-	n := max(4, runtime.GOMAXPROCS(0))
-	read.SetMaxOpenConns(n)
-	read.SetMaxIdleConns(n)
 	if err := ix.prepare(ctx); err != nil {
 		return fail(err)
 	}
