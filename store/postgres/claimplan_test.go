@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -194,4 +195,33 @@ func explain(t *testing.T, s *Store, sql string, args ...any) string {
 func readsIndex(plan, index string) bool {
 	return strings.Contains(plan, "Index Scan using "+index) || strings.Contains(plan, "Index Only Scan using "+index) ||
 		strings.Contains(plan, "Bitmap Index Scan on "+index)
+}
+
+// CompleteMany and Heartbeat find each job by one probe of its id. Given
+// the condition state = 'running' on the jobs alone, the planner read the
+// whole of weir_jobs_lease (the partial index of running jobs) and
+// hash-joined: that index keeps an entry for every job claimed since the
+// table's last VACUUM, so each completion visited the heap pages of the
+// whole recent history, 300 of them after 20 s of a steady producer.
+func TestLeaseWritesProbeEachJob(t *testing.T) {
+	t.Parallel()
+	s := migratedStore(t)
+	now := time.Date(2026, 1, 21, 15, 30, 0, 0, time.UTC)
+	leases := []any{[]int64{1, 2}, []string{"w", "w"}, []int64{1, 1}, now}
+	for _, c := range []struct {
+		name string
+		sql  string
+		args []any
+	}{
+		{"complete many", s.sql.completeMany, leases},
+		{"heartbeat", s.sql.heartbeat, append(leases, now)},
+	} {
+		plan := explain(t, s, c.sql, c.args...)
+		// A probe of weir_jobs_pkey, or of weir_jobs_state on (state, id),
+		// reads one index entry per job.
+		probes := regexp.MustCompile(`Index Cond: \(.*\bid = l\.id\)`).MatchString(plan)
+		if !probes || readsIndex(plan, "weir_jobs_lease") {
+			t.Errorf("%s does not probe each job by its id:\n%s", c.name, plan)
+		}
+	}
 }

@@ -32,8 +32,8 @@ const jobColumns = `id, kind, queue, payload, state, attempt, max_attempts, idem
 // the connection's search_path is set (a caller's transaction may come from
 // a pool of the caller's own).
 type queries struct {
-	schema                      string // quoted, for the statements built per call
-	insert, byKey, getJob, wake string
+	schema                                  string // quoted, for the statements built per call
+	insert, insertMany, byKey, getJob, wake string
 	lifecycleQueries
 	deadlineQueries
 	messagingQueries
@@ -79,6 +79,7 @@ ON CONFLICT (idempotency_key) WHERE idempotency_key <> '' DO UPDATE SET
 WHERE j.state = 'running' AND j.attempted_at < $12::timestamptz
 	AND (j.lease_expires_at IS NULL OR j.lease_expires_at < $14::timestamptz)
 RETURNING ` + jobColumns + `, (j.xmax = 0) AS inserted`,
+		insertMany: insertManySQL(schema),
 		// Reads the job a keyed insert found. The insert's ON CONFLICT DO
 		// UPDATE has already locked it (PostgreSQL locks the conflicting
 		// row even when the DO UPDATE's WHERE is false), and, as a new
@@ -188,8 +189,10 @@ func (e executor) Insert(ctx context.Context, now time.Time, jobs []store.Insert
 }
 
 // insert runs the jobs' statements in tx as one pipelined batch: one round
-// trip however many jobs. Each job is one INSERT … ON CONFLICT, followed,
-// when it has a key, by the read of the job it may have conflicted with.
+// trip however many jobs. Each run of consecutive jobs without a key is
+// one INSERT over arrays (see insertManySQL); each job with a key is one
+// INSERT … ON CONFLICT, followed by the read of the job it may have
+// conflicted with. The jobs get their ids in the order given.
 // The batch ends with one statement that announces the queues of the jobs
 // made available, each once (see Store.Listen).
 func (s *Store) insert(ctx context.Context, tx pgx.Tx, now, expiredBefore time.Time, ps []store.InsertParams) ([]store.InsertResult, error) {
@@ -200,7 +203,10 @@ func (s *Store) insert(ctx context.Context, tx pgx.Tx, now, expiredBefore time.T
 		keys   []string
 		seen   map[string]bool
 	)
-	for _, p := range ps {
+	for i, p := range ps {
+		if run := unkeyedRun(ps, i); run > 0 {
+			s.queueUnkeyed(b, now, ps[i:i+run])
+		}
 		switch {
 		case p.IdempotencyKey != "":
 			keys = append(keys, p.IdempotencyKey)
@@ -210,6 +216,9 @@ func (s *Store) insert(ctx context.Context, tx pgx.Tx, now, expiredBefore time.T
 			}
 			seen[p.Queue] = true
 			queues = append(queues, p.Queue)
+		}
+		if p.IdempotencyKey == "" {
+			continue
 		}
 		scheduledAt := p.ScheduledAt
 		if scheduledAt.IsZero() {
@@ -224,9 +233,7 @@ func (s *Store) insert(ctx context.Context, tx pgx.Tx, now, expiredBefore time.T
 			p.Kind, p.Queue, string(p.Payload), string(p.InitialState(now)), p.MaxAttempts,
 			p.IdempotencyKey, p.Source, p.Priority, scheduledAt, now, nullTime(p.DeadlineAt),
 			cutoff, at, expiredBefore)
-		if p.IdempotencyKey != "" {
-			b.Queue(s.sql.byKey, p.IdempotencyKey)
-		}
+		b.Queue(s.sql.byKey, p.IdempotencyKey)
 	}
 	wake := len(queues) > 0 || len(keys) > 0
 	if wake {
@@ -237,6 +244,14 @@ func (s *Store) insert(ctx context.Context, tx pgx.Tx, now, expiredBefore time.T
 
 	res := make([]store.InsertResult, len(ps))
 	for i, p := range ps {
+		if run := unkeyedRun(ps, i); run > 0 {
+			if err := readUnkeyed(br, i, res[i:i+run]); err != nil {
+				return nil, err
+			}
+		}
+		if p.IdempotencyKey == "" {
+			continue
+		}
 		var inserted bool
 		job, err := scanJob(br.QueryRow(), &inserted)
 		switch {
@@ -244,13 +259,10 @@ func (s *Store) insert(ctx context.Context, tx pgx.Tx, now, expiredBefore time.T
 			res[i] = store.InsertResult{Job: job, Outcome: weirtype.Inserted}
 		case err == nil:
 			res[i] = store.InsertResult{Job: job, Outcome: weirtype.Reclaimed}
-		case errors.Is(err, pgx.ErrNoRows) && p.IdempotencyKey != "":
+		case errors.Is(err, pgx.ErrNoRows):
 			// A conflict whose DO UPDATE did not fire: byKey says why.
 		default:
 			return nil, insertError(i, err)
-		}
-		if p.IdempotencyKey == "" {
-			continue
 		}
 		found, err := scanJob(br.QueryRow())
 		if err != nil {
