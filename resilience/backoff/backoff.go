@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"github.com/weirhq/weir/internal/enumname"
 )
 
 // Defaults from weir's resilience spec.
@@ -29,17 +31,13 @@ const (
 	ScheduleLinear
 )
 
-func (s Schedule) String() string {
-	switch s {
-	case ScheduleExponential:
-		return "exponential"
-	case ScheduleConstant:
-		return "constant"
-	case ScheduleLinear:
-		return "linear"
-	}
-	return fmt.Sprintf("Schedule(%d)", uint8(s))
+var scheduleNames = []string{
+	ScheduleExponential: "exponential",
+	ScheduleConstant:    "constant",
+	ScheduleLinear:      "linear",
 }
+
+func (s Schedule) String() string { return enumname.Of(scheduleNames, s, "Schedule") }
 
 // JitterMode is how randomness is applied to the scheduled delay.
 type JitterMode uint8
@@ -60,23 +58,16 @@ const (
 	JitterDecorrelated
 )
 
-func (m JitterMode) String() string {
-	switch m {
-	case JitterDefault:
-		return "default"
-	case JitterNone:
-		return "none"
-	case JitterFull:
-		return "full"
-	case JitterEqual:
-		return "equal"
-	case JitterProportional:
-		return "proportional"
-	case JitterDecorrelated:
-		return "decorrelated"
-	}
-	return fmt.Sprintf("JitterMode(%d)", uint8(m))
+var jitterModeNames = []string{
+	JitterDefault:      "default",
+	JitterNone:         "none",
+	JitterFull:         "full",
+	JitterEqual:        "equal",
+	JitterProportional: "proportional",
+	JitterDecorrelated: "decorrelated",
 }
+
+func (m JitterMode) String() string { return enumname.Of(jitterModeNames, m, "JitterMode") }
 
 // ErrInvalid is wrapped by the error Validate returns.
 var ErrInvalid = errors.New("invalid backoff")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/internal/enumname"
 )
 
 // Defaults of [Config], from weir's resilience spec.
@@ -45,17 +46,13 @@ const (
 	HalfOpen
 )
 
-func (s State) String() string {
-	switch s {
-	case Closed:
-		return "closed"
-	case Open:
-		return "open"
-	case HalfOpen:
-		return "half-open"
-	}
-	return fmt.Sprintf("State(%d)", uint8(s))
+var stateNames = []string{
+	Closed:   "closed",
+	Open:     "open",
+	HalfOpen: "half-open",
 }
+
+func (s State) String() string { return enumname.Of(stateNames, s, "State") }
 
 // Outcome is what a call's result means for the breaker.
 type Outcome uint8
@@ -72,17 +69,13 @@ const (
 	Ignored
 )
 
-func (o Outcome) String() string {
-	switch o {
-	case Success:
-		return "success"
-	case Failure:
-		return "failure"
-	case Ignored:
-		return "ignored"
-	}
-	return fmt.Sprintf("Outcome(%d)", uint8(o))
+var outcomeNames = []string{
+	Success: "success",
+	Failure: "failure",
+	Ignored: "ignored",
 }
+
+func (o Outcome) String() string { return enumname.Of(outcomeNames, o, "Outcome") }
 
 // Config configures a [Breaker]. The zero value is a working breaker with
 // the defaults of weir's resilience spec: open after 5 failures in 30 s,
