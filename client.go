@@ -103,6 +103,18 @@ type Config struct {
 	// SweepEvery is how often a started client runs the stuck sweep.
 	// Default 15 min.
 	SweepEvery time.Duration
+	// JobRetention is how long completed and cancelled jobs are kept,
+	// from when they finished, before the retention sweep deletes them;
+	// KindConfig.Retention overrides it per kind. Dead jobs are not
+	// deleted by it: they go with their dead letters (package
+	// deadletter's Retention). Default 24 h; KeepJobs keeps them. Once a
+	// job is deleted its idempotency key is free again: an insert of the
+	// key makes a new job.
+	JobRetention time.Duration
+	// RetentionEvery is how often a started client with workers runs the
+	// retention sweep (see SweepRetention); one process at a time does,
+	// the one holding the store's retention lease. Default 1 min.
+	RetentionEvery time.Duration
 	// Metrics, when set, receives the client's counters and latencies:
 	// a *metrics.Metrics of package github.com/weirhq/weir/metrics, which
 	// exports them to Prometheus, or any other Metrics. Default none.
@@ -157,6 +169,8 @@ func (c Config) withDefaults() (Config, error) {
 		{"ShutdownTimeout", &c.ShutdownTimeout, DefaultShutdownTimeout},
 		{"StuckAfter", &c.StuckAfter, DefaultStuckAfter},
 		{"SweepEvery", &c.SweepEvery, DefaultSweepEvery},
+		{"JobRetention", &c.JobRetention, DefaultJobRetention},
+		{"RetentionEvery", &c.RetentionEvery, DefaultRetentionEvery},
 	} {
 		if *d.v < 0 {
 			return bad("%s %v is negative", d.name, *d.v)
@@ -224,6 +238,11 @@ type Client struct {
 	claimMu sync.RWMutex
 	strays  atomic.Bool
 
+	// holds are the pauses this client wrote for its kinds (holdAfter),
+	// with their ends, so that a burst of failures writes one.
+	holdsMu sync.Mutex
+	holds   map[holdKey]time.Time
+
 	stopping    chan struct{} // closed when Stop begins: producers exit
 	jobsStopped chan struct{} // closed when the running jobs are done: the completer writes what it holds and exits
 	loopsStop   chan struct{} // closed when the running jobs are done: heartbeat and rescue exit
@@ -242,9 +261,12 @@ type Client struct {
 type engineStore interface {
 	store.Jobs
 	store.Leases
+	store.Results
+	store.Retention
 	store.Deadlines
 	store.Sweep
 	store.DeadLetters
+	store.Pauses
 }
 
 const (
@@ -271,6 +293,9 @@ type runningJob struct {
 	// the dead-letter store the new attempt's lease can equal this one's,
 	// so the store alone cannot tell them apart.)
 	superseded atomic.Bool
+	// results are what the attempt's worker recorded for its success
+	// (SetOutput).
+	results results
 }
 
 // NewClient checks cfg, fills its defaults and returns a client. It does
@@ -299,6 +324,7 @@ func NewClient(cfg Config) (*Client, error) {
 		tracer:      tracing.Tracer(cfg.TracerProvider),
 		producers:   map[string]*producer{},
 		running:     map[int64]*runningJob{},
+		holds:       map[holdKey]time.Time{},
 		stopping:    make(chan struct{}),
 		jobsStopped: make(chan struct{}),
 		loopsStop:   make(chan struct{}),
@@ -384,6 +410,8 @@ func (c *Client) Start(ctx context.Context) error {
 		go c.heartbeatLoop()
 		go c.rescueLoop()
 		go c.sweepLoop()
+		c.loopsWG.Add(1)
+		go c.retentionLoop()
 		if n, ok := c.cfg.Store.(store.Notifier); ok && c.cfg.Store.Features().Notify {
 			c.loopsWG.Add(1)
 			go c.listenLoop(n)

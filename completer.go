@@ -234,7 +234,7 @@ func (c *Client) writeCompletions(xs []completion) error {
 	var lost []int64
 	var err error
 	if len(leases) > 0 {
-		lost, err = c.ex.CompleteMany(ctx, now, leases)
+		lost, err = c.completeLeases(ctx, now, xs, leases)
 	}
 	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
 		for _, x := range xs {

@@ -94,6 +94,10 @@ type KindConfig struct {
 	// start after that plus TTL is not scheduled, and the job is abandoned
 	// with reason ttl_exceeded instead. 0 means no TTL.
 	TTL time.Duration
+	// Retention is how long the kind's completed and cancelled jobs are
+	// kept once finished; 0 takes Config.JobRetention (24 h by default),
+	// KeepJobs keeps them. See Config.JobRetention.
+	Retention time.Duration
 	// Timeout bounds each attempt: the handler's context ends then, with
 	// a *TimeoutError as its cause, and the attempt counts as failed.
 	// 0 means none (the lease still bounds an attempt whose process dies).
@@ -119,6 +123,23 @@ type KindConfig struct {
 	// Config.StuckAfter (10 min); raise it for kinds whose attempts
 	// legitimately run longer.
 	StuckAfter time.Duration
+	// Breaker, when set, is the circuit breaker through which the kind's
+	// worker calls its dependency (a *breaker.Breaker). While it is open
+	// the kind is paused in the store, so that no process claims its jobs
+	// (they keep their attempts); at the breaker's next probe time one
+	// job is claimed, by one process, as the probe: its success resumes
+	// the kind, while its failure, or no end, holds it another open
+	// period. A job whose call the breaker refuses (breaker.ErrOpen) is
+	// snoozed until the next probe, its attempt given back. Default none.
+	Breaker KindBreaker
+	// RateLimitKey, when set, names the rate limit the kind's calls count
+	// against: when an attempt's error carries a retry-after hint (a
+	// 429's Retry-After, retry.After), every kind of the client naming
+	// the same key is held in the store until the hint has passed (at
+	// most MaxRetryAfter), so that no process claims their jobs before
+	// the server allows. Every process working those kinds must name the
+	// key alike. Default none: a hint delays only its own job.
+	RateLimitKey string
 }
 
 // normalized returns c with its defaults, or an error naming the bad field.
@@ -139,6 +160,8 @@ func (c KindConfig) normalized(kind string) (KindConfig, error) {
 		return bad("StuckAfter %v is negative", c.StuckAfter)
 	case c.MaxRetryAfter < 0:
 		return bad("MaxRetryAfter %v is negative", c.MaxRetryAfter)
+	case c.Retention < 0:
+		return bad("Retention %v is negative (KeepJobs keeps the kind's jobs)", c.Retention)
 	}
 	if err := c.Backoff.Validate(); err != nil {
 		return bad("Backoff: %w", err)

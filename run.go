@@ -243,7 +243,7 @@ func (c *Client) run(ctx context.Context, r *runningJob, j *weirtype.Job) (hande
 	spanCtx, span := c.tracer.Start(ctx, "weir.job "+j.Kind, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
 		attribute.Int64("weir.job.id", j.ID), attribute.String("weir.job.kind", j.Kind),
 		attribute.String("weir.job.queue", j.Queue), attribute.Int("weir.job.attempt", j.Attempt)))
-	err := call(spanCtx, reg, j)
+	err := r.outcome(call(withAttempt(spanCtx, c, r), reg, j))
 	tracing.End(span, err)
 	for _, stop := range stops {
 		stop()
@@ -280,6 +280,11 @@ func call(ctx context.Context, reg *registration, j *weirtype.Job) (err error) {
 // finish records the outcome of an attempt that returned err after
 // running for ran: decide says what it means, apply does it.
 func (c *Client) finish(ctx context.Context, log *slog.Logger, reg *registration, j *weirtype.Job, r *runningJob, err error, ran time.Duration) (handedOff bool) {
+	if snooze, refused := c.breakerOpen(reg, err); refused {
+		log.Info("the kind's breaker refused the call; the job waits for its next probe", "err", err.Error())
+		err = snooze
+	}
+	c.holdAfter(log, reg, j, err, c.clock.Now())
 	end := attemptEnd{
 		err: err, cause: context.Cause(ctx), superseded: r.superseded.Load(),
 		now: c.clock.Now(), jitter: rand.Float64(),

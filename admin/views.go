@@ -33,6 +33,11 @@ type Job struct {
 	LeaseExpiresAt *time.Time              `json:"lease_expires_at,omitempty"`
 	DeadlineAt     *time.Time              `json:"deadline_at,omitempty"`
 	Errors         []weirtype.AttemptError `json:"errors"`
+	// Progress is the latest progress an attempt recorded (percent,
+	// message, attempt, at); Output is what the latest success returned.
+	// Both are left out when there is none.
+	Progress *weirtype.Progress `json:"progress,omitempty"`
+	Output   json.RawMessage    `json:"output,omitempty"`
 }
 
 // at is t in UTC, nil when zero.
@@ -58,7 +63,7 @@ func jobOf(j *weirtype.Job) Job {
 		IdempotencyKey: j.IdempotencyKey, Source: j.Source, Priority: j.Priority,
 		ScheduledAt: at(j.ScheduledAt), CreatedAt: at(j.CreatedAt), UpdatedAt: at(j.UpdatedAt), AttemptedAt: at(j.AttemptedAt),
 		FinalizedAt: at(j.FinalizedAt), LeaseOwner: j.LeaseOwner, LeaseExpiresAt: at(j.LeaseExpiresAt), DeadlineAt: at(j.DeadlineAt),
-		Errors: errs}
+		Errors: errs, Progress: j.Progress, Output: j.Output}
 }
 
 func jobsOf(js []*weirtype.Job) []Job {

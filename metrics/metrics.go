@@ -86,6 +86,7 @@ type Metrics struct {
 	late            *prometheus.CounterVec
 	deadLettered    *prometheus.CounterVec
 	rescued         prometheus.Counter
+	deleted         *prometheus.CounterVec
 
 	requeued           *prometheus.CounterVec
 	skippedBackoff     *prometheus.CounterVec
@@ -151,6 +152,10 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 			Name: "weir_jobs_rescued_total",
 			Help: "Running jobs whose lease expired and that were taken back.",
 		}),
+		deleted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "weir_jobs_deleted_total",
+			Help: "Completed and cancelled jobs deleted by the retention sweep past their retention.",
+		}, []string{"kind"}),
 		requeued: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "retry_job_documents_requeued_total",
 			Help: "Total documents requeued for retry.",
@@ -197,6 +202,7 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 		{"weir_jobs_late_total", m.late},
 		{"weir_jobs_dead_lettered_total", m.deadLettered},
 		{"weir_jobs_rescued_total", m.rescued},
+		{"weir_jobs_deleted_total", m.deleted},
 		{"retry_job_documents_requeued_total", m.requeued},
 		{"retry_job_documents_skipped_backoff_total", m.skippedBackoff},
 		{"retry_job_documents_max_retries_exceeded_total", m.maxRetriesExceeded},
@@ -270,6 +276,16 @@ func (m *Metrics) Rescued(n int) {
 		return
 	}
 	m.rescued.Add(float64(n))
+}
+
+// JobsDeleted records n completed or cancelled jobs of kind deleted by the
+// retention sweep: weir_jobs_deleted_total{kind}. An n of zero or less
+// records nothing.
+func (m *Metrics) JobsDeleted(kind string, n int) {
+	if m == nil || n <= 0 {
+		return
+	}
+	m.deleted.WithLabelValues(label(kind)).Add(float64(n))
 }
 
 // Swept records what one stuck sweep did with the jobs of kind (the spec's

@@ -16,7 +16,7 @@ import (
 
 // jobsGroup is "weir jobs": the jobs of the store.
 func jobsGroup() group {
-	return group{name: "jobs", subs: []subcommand{
+	return group{name: "jobs", subs: append([]subcommand{
 		{
 			name:    "list",
 			summary: "list jobs, newest first, as a table or JSON lines",
@@ -42,7 +42,7 @@ func jobsGroup() group {
 			usage:   "weir jobs cancel ID...",
 			setup:   setupJobsCancel,
 		},
-	}}
+	}, pauseSubcommands()...)}
 }
 
 func setupJobsList(fs *flag.FlagSet) subRun {
@@ -133,6 +133,10 @@ type jobRecord struct {
 	LeaseExpiresAt *time.Time              `json:"lease_expires_at,omitempty"`
 	DeadlineAt     *time.Time              `json:"deadline_at,omitempty"`
 	Errors         []weirtype.AttemptError `json:"errors"`
+	// Progress is the latest an attempt recorded; Output what the
+	// latest success returned. Both are left out when there is none.
+	Progress *weirtype.Progress `json:"progress,omitempty"`
+	Output   json.RawMessage    `json:"output,omitempty"`
 }
 
 func jobRecordOf(j *weirtype.Job) jobRecord {
@@ -158,6 +162,7 @@ func jobRecordOf(j *weirtype.Job) jobRecord {
 		ScheduledAt: j.ScheduledAt.UTC(), CreatedAt: j.CreatedAt.UTC(), UpdatedAt: j.UpdatedAt.UTC(),
 		AttemptedAt: opt(j.AttemptedAt), FinalizedAt: opt(j.FinalizedAt), LeaseOwner: j.LeaseOwner,
 		LeaseExpiresAt: opt(j.LeaseExpiresAt), DeadlineAt: opt(j.DeadlineAt), Errors: errs,
+		Progress: j.Progress, Output: j.Output,
 	}
 }
 

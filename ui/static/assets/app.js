@@ -581,12 +581,28 @@
             ['scheduled', fmtTime(j.scheduled_at)], ['attempted', fmtTime(j.attempted_at)], ['updated', fmtTime(j.updated_at)],
             ['finalized', fmtTime(j.finalized_at)], ['deadline', fmtTime(j.deadline_at)], ['lease owner', j.lease_owner],
             ['lease expires', fmtTime(j.lease_expires_at)]])),
-          h('div', { class: 'card' }, h('h2', null, 'Payload'), json(j.payload))),
+          h('div', { class: 'card' }, h('h2', null, 'Payload'), json(j.payload)),
+          j.progress ? jobProgress(j) : null,
+          j.output !== undefined ? h('div', { class: 'card', id: 'job-output' }, h('h2', null, 'Output'), json(j.output)) : null),
         h('h2', null, 'Error history'),
         table(['attempt#', 'at', 'type', 'message'], j.errors.map((e) => h('tr', null, h('td', { class: 'num' }, e.attempt), h('td', null, fmtTime(e.at)),
           h('td', null, e.type), h('td', { class: 'wrap' }, e.message)))));
     };
     await show();
+  }
+
+  // jobProgress is the card of a job's latest progress: a bar, its
+  // message, and the attempt that recorded it (stale when earlier than the
+  // job's current attempt).
+  function jobProgress(j) {
+    const p = j.progress;
+    const pct = Math.max(0, Math.min(100, Number(p.percent) || 0));
+    const stale = p.attempt < j.attempt ? ` (attempt ${p.attempt}; the job is at attempt ${j.attempt})` : ` (attempt ${p.attempt})`;
+    const bar = h('div');
+    bar.style.width = pct.toFixed(1) + '%'; // the CSSOM, which the page's CSP allows
+    return h('div', { class: 'card', id: 'job-progress' }, h('h2', null, 'Progress'),
+      h('div', { class: 'progress', role: 'progressbar', 'aria-valuenow': String(pct), 'aria-valuemin': '0', 'aria-valuemax': '100' }, bar),
+      fields([['percent', `${pct}%`], ['message', p.message], ['recorded', fmtTime(p.at) + stale]]));
   }
 
   // Dead letters.

@@ -1,0 +1,182 @@
+package weir
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/weirhq/weir/store"
+)
+
+// Defaults of the retention of completed and cancelled jobs.
+const (
+	// DefaultJobRetention is Config.JobRetention's default.
+	DefaultJobRetention = 24 * time.Hour
+	// DefaultRetentionEvery is Config.RetentionEvery's default.
+	DefaultRetentionEvery = time.Minute
+	// KeepJobs, as Config.JobRetention or KindConfig.Retention, keeps
+	// completed and cancelled jobs for good.
+	KeepJobs time.Duration = math.MaxInt64
+	// retentionBatch is how many jobs one delete statement deletes: each
+	// is a short transaction of its own.
+	retentionBatch = 1000
+	// retentionLease names the store's lease of the retention sweep.
+	retentionLease = "retention"
+)
+
+// RetentionMetrics is implemented by a Config.Metrics that counts the jobs
+// the retention sweep deletes (package metrics' *Metrics does).
+type RetentionMetrics interface {
+	// JobsDeleted records n completed or cancelled jobs of kind deleted
+	// past their retention.
+	JobsDeleted(kind string, n int)
+}
+
+// RetentionResult is what one retention sweep did.
+type RetentionResult struct {
+	// Skipped is set when another process holds the retention lease: this
+	// one deleted nothing.
+	Skipped bool
+	// Deleted are the jobs deleted, by kind.
+	Deleted map[string]int
+}
+
+// retention is how long the completed and cancelled jobs of kind are
+// kept: its KindConfig.Retention when this client registers it with one,
+// otherwise Config.JobRetention.
+func (c *Client) retention(kind string) time.Duration {
+	if r := c.kinds[kind]; r != nil && r.cfg.Retention > 0 {
+		return r.cfg.Retention
+	}
+	return c.cfg.JobRetention
+}
+
+// SweepRetention runs the retention sweep once (a started client with
+// workers runs it every Config.RetentionEvery). It deletes the completed
+// and cancelled jobs finished longer ago than their kind's retention
+// (KindConfig.Retention for the kinds this client registers,
+// Config.JobRetention for the others; KeepJobs keeps them), oldest first,
+// at most 1,000 in each statement, each a short transaction of its own,
+// so that it never holds locks for long nor slows the claims beside it.
+// Dead jobs are left to the dead-letter retention, which deletes them
+// with their dead letters; waiting and running jobs are never deleted.
+//
+// One process at a time sweeps: the sweep takes the store's retention
+// lease first (renewed before each statement, held 3 × RetentionEvery)
+// and returns Skipped, deleting nothing, while another process holds it.
+// Every process should therefore agree on the retentions: give a kind the
+// same KindConfig.Retention wherever it is registered, and the same
+// Config.JobRetention everywhere.
+func (c *Client) SweepRetention(ctx context.Context) (RetentionResult, error) {
+	res := RetentionResult{Deleted: map[string]int{}}
+	leaseFor := 3 * c.cfg.RetentionEvery
+	held := func() (bool, error) {
+		sctx, cancel := context.WithTimeout(ctx, c.storeTimeout())
+		defer cancel()
+		return c.ex.TakeSweepLease(sctx, c.clock.Now(), retentionLease, c.cfg.ID, leaseFor)
+	}
+	ok, err := held()
+	if err != nil {
+		return res, fmt.Errorf("weir: retention sweep: take the lease: %w", err)
+	}
+	if !ok {
+		res.Skipped = true
+		return res, nil
+	}
+	sctx, cancel := context.WithTimeout(ctx, c.storeTimeout())
+	kinds, err := c.ex.FinalJobKinds(sctx)
+	cancel()
+	if err != nil {
+		return res, fmt.Errorf("weir: retention sweep: list kinds: %w", err)
+	}
+	m, _ := c.cfg.Metrics.(RetentionMetrics)
+	var errs []error
+	for _, kind := range kinds {
+		keep := c.retention(kind)
+		if keep == KeepJobs {
+			continue
+		}
+		n, err := c.purgeKind(ctx, kind, keep, held)
+		if n > 0 {
+			res.Deleted[kind] = n
+			if m != nil {
+				m.JobsDeleted(kind, n)
+			}
+		}
+		if errors.Is(err, errLeaseTaken) {
+			c.log.Warn("retention sweep: another process took the retention lease; stopping", "kind", kind)
+			break
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("kind %q: %w", kind, err))
+			if ctx.Err() != nil {
+				break
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return res, fmt.Errorf("weir: retention sweep: %w", err)
+	}
+	return res, nil
+}
+
+// errLeaseTaken: another process holds the retention lease now.
+var errLeaseTaken = errors.New("the retention lease is held by another process")
+
+// purgeKind deletes the completed and cancelled jobs of kind finished
+// more than keep ago, a batch at a time, renewing the lease (held) before
+// each batch, and returns how many it deleted.
+func (c *Client) purgeKind(ctx context.Context, kind string, keep time.Duration, held func() (bool, error)) (int, error) {
+	total := 0
+	for first := true; ; first = false {
+		if !first {
+			ok, err := held()
+			if err != nil {
+				return total, err
+			}
+			if !ok {
+				return total, errLeaseTaken
+			}
+		}
+		sctx, cancel := context.WithTimeout(ctx, c.storeTimeout())
+		n, err := c.ex.PurgeJobs(sctx, store.PurgeJobsParams{Kind: kind, Before: c.clock.Now().Add(-keep), Limit: retentionBatch})
+		cancel()
+		total += n
+		if err != nil || n < retentionBatch {
+			return total, err
+		}
+	}
+}
+
+// retentionLoop runs the retention sweep at Start and every
+// RetentionEvery until Stop.
+func (c *Client) retentionLoop() {
+	defer c.loopsWG.Done()
+	for {
+		ctx, cancel := context.WithCancel(c.loopsCtx)
+		go func() {
+			select {
+			case <-c.loopsStop:
+				cancel() // Stop does not wait for a sweep
+			case <-ctx.Done():
+			}
+		}()
+		res, err := c.SweepRetention(ctx)
+		cancel()
+		if err != nil {
+			c.log.Error("retention sweep", "err", err.Error())
+		}
+		if n := sum(res.Deleted); n > 0 {
+			c.log.Info("retention sweep: deleted completed and cancelled jobs past their retention", "jobs", n)
+		}
+		t := c.clock.NewTimer(c.cfg.RetentionEvery)
+		select {
+		case <-c.loopsStop:
+			t.Stop()
+			return
+		case <-t.C():
+		}
+	}
+}
