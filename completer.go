@@ -189,8 +189,8 @@ func (c *Client) writeBackoff(n int) time.Duration {
 func (c *Client) writeCompletionsBounded(xs []completion) {
 	deadline := c.clock.Now().Add(releaseTimeout)
 	giveUp := func(err error) {
+		c.log.Error("complete: giving up; the jobs will be given back", batchAttrs(xs, err)...)
 		for _, x := range xs {
-			x.log.Error("complete: giving up; the job will be given back", "err", err.Error())
 			c.forget(x.run.lease.ID, x.run)
 		}
 	}
@@ -237,9 +237,9 @@ func (c *Client) writeCompletions(xs []completion) error {
 		lost, err = c.completeLeases(ctx, now, xs, leases)
 	}
 	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
-		for _, x := range xs {
-			x.log.Warn("complete: write failed; will retry", "err", err.Error())
-		}
+		// One line for the batch: a lost connection fails every job of
+		// it alike.
+		c.log.Warn("complete: write failed; will retry", batchAttrs(xs, err)...)
 		return err
 	}
 	isLost := make(map[int64]bool, len(lost))
@@ -272,4 +272,19 @@ func (c *Client) writeCompletions(xs []completion) error {
 		c.forget(l.ID, x.run)
 	}
 	return nil
+}
+
+// logBatchIDs is the most job ids a line about a batch of completions
+// names.
+const logBatchIDs = 10
+
+// batchAttrs are the attributes of a line about a batch of completions
+// that failed with err: how many, the first logBatchIDs of their job ids,
+// and the error.
+func batchAttrs(xs []completion, err error) []any {
+	ids := make([]int64, 0, min(len(xs), logBatchIDs))
+	for _, x := range xs[:min(len(xs), logBatchIDs)] {
+		ids = append(ids, x.run.lease.ID)
+	}
+	return []any{"jobs", len(xs), "job_ids", ids, "err", err.Error()}
 }

@@ -1,0 +1,91 @@
+package weir_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/weirtype"
+)
+
+// batchFailEx fails the first fail CompleteMany calls, the first once all
+// of the test's handlers have returned, and records how many leases each
+// failed call carried.
+type batchFailEx struct {
+	store.Executor
+	fail     atomic.Int32
+	returned func() bool
+	mu       sync.Mutex
+	failed   []int
+}
+
+func (e *batchFailEx) CompleteMany(ctx context.Context, now time.Time, ls []store.Lease) ([]int64, error) {
+	if e.fail.Add(-1) < 0 {
+		return e.Executor.CompleteMany(ctx, now, ls)
+	}
+	for !e.returned() && ctx.Err() == nil {
+		time.Sleep(time.Millisecond)
+	}
+	e.mu.Lock()
+	e.failed = append(e.failed, len(ls))
+	e.mu.Unlock()
+	return nil, errInjected
+}
+
+type batchFailStore struct {
+	store.Store
+	ex *batchFailEx
+}
+
+func (s *batchFailStore) Executor() store.Executor { return s.ex }
+
+// A failed write of a batch of completions logs one line, with how many
+// jobs and their first ids, not one line per job: a lost connection fails
+// every job of a batch alike, and used to print as many identical
+// warnings as the batch held jobs.
+func TestFailedCompletionBatchLogsOneLine(t *testing.T) {
+	t.Parallel()
+	const n = 8
+	var returned atomic.Int32
+	ex := &batchFailEx{returned: func() bool { return returned.Load() == n }}
+	ex.fail.Store(2)
+	var logs syncBuffer
+	release := make(chan struct{})
+	e := newEnv(t, weir.WorkFunc(func(context.Context, *weir.Job[task]) error {
+		<-release
+		returned.Add(1)
+		return nil
+	}), weir.KindConfig{}, func(c *weir.Config) {
+		ex.Executor = c.Store.Executor()
+		c.Store = &batchFailStore{Store: c.Store, ex: ex}
+		c.Queues = map[string]weir.QueueConfig{weir.DefaultQueue: {MaxWorkers: n}}
+		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}).start()
+	var ids []int64
+	for range n {
+		ids = append(ids, e.insert(task{}, nil).ID)
+	}
+	close(release)
+	for _, id := range ids {
+		e.advanceState(id, time.Second, weirtype.StateCompleted, 1)
+	}
+	ex.mu.Lock()
+	failed := append([]int(nil), ex.failed...)
+	ex.mu.Unlock()
+	lines := strings.Count(logs.String(), "complete: write failed")
+	if len(failed) != 2 || lines != len(failed) {
+		t.Fatalf("%d failed writes of %v jobs logged %d lines, want one line each:\n%s", len(failed), failed, lines, logs.String())
+	}
+	for _, k := range failed {
+		if !strings.Contains(logs.String(), fmt.Sprintf("jobs=%d ", k)) {
+			t.Errorf("no line says jobs=%d:\n%s", k, logs.String())
+		}
+	}
+}
