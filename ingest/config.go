@@ -30,8 +30,15 @@ const (
 	// SQLiteFile is the SQLite store in the data directory, without
 	// StoreURL.
 	SQLiteFile = "weir.db"
-	// IndexFile is the search index in the data directory.
+	// IndexFile is the search index in the data directory, with IndexFTS.
 	IndexFile = "index/search.db"
+	// IndexFTS and IndexPostgres are the values of Config.Index: the
+	// SQLite FTS5 file in the data directory, and PostgreSQL's full-text
+	// search in tables every process on the store shares.
+	IndexFTS      = "fts"
+	IndexPostgres = "postgres"
+	// IndexBreakerName is the name of the search index's circuit breaker.
+	IndexBreakerName = "search-index"
 	// MinTokenLen is the shortest admin or read token the service takes
 	// on an address that is not loopback, in bytes.
 	MinTokenLen = 16
@@ -65,6 +72,29 @@ type Config struct {
 	// read-only service. Default false.
 	ReadOnly bool
 
+	// Index chooses the search index: IndexFTS, the SQLite FTS5 file
+	// IndexFile in DataDir, or IndexPostgres, tables in PostgreSQL
+	// (search/pgsearch) that every process on the store shares, in the
+	// store's database and schema, or in IndexURL's. Default: IndexFTS
+	// with the SQLite store, IndexPostgres with a PostgreSQL one. The
+	// index is shared as widely as the store, no more and no less: a
+	// PostgreSQL store with IndexFTS (each process's file would hold only
+	// what that process indexed, or, in a data directory several
+	// processes share, several processes would write one SQLite file) and
+	// the SQLite store with IndexPostgres (reconciliation removes from the
+	// index what its own store lacks, so stores of their own cannot share
+	// one index) are refused.
+	Index string
+	// IndexURL is a PostgreSQL URL of a database of its own for the
+	// IndexPostgres index, in the schema Schema; it implies
+	// IndexPostgres. New fails, naming it, when the database does not
+	// answer. Default empty: the store's database.
+	IndexURL string
+	// IndexBreaker admits each call to the index, and joins Breakers.
+	// Default: a breaker named IndexBreakerName with the breaker
+	// package's defaults (open after 5 failures in 30 s, for 60 s).
+	IndexBreaker *breaker.Breaker
+
 	// Pipeline holds the pipeline's settings, with pipeline.Config's
 	// defaults: its worker id, workers, stages, scan and sweep intervals,
 	// reindex schedule, file size limit and events topic. Its DB,
@@ -84,7 +114,8 @@ type Config struct {
 	// Breakers; its Logger defaults to Logger. Exclusive with Extractor.
 	LLM extract.LLMConfig
 	// Breakers are shown, opened and closed by the admin API, and counted
-	// in the metrics. Default none, but the LLM extractor's.
+	// in the metrics. Default none, but the search index's
+	// (IndexBreaker) and the LLM extractor's.
 	Breakers []*breaker.Breaker
 
 	// Broker, when set, receives an event (pipeline.Event) per document
@@ -150,6 +181,9 @@ func (c Config) check() (Config, error) {
 		return c, errors.New("ingest: Config.TracerProvider and Config.OTLPEndpoint are both set: choose one")
 	case c.ReadOnly && (c.Listen != "" || c.Broker != nil):
 		return c, errors.New("ingest: a ReadOnly service serves no HTTP and publishes no events: leave Listen and Broker empty")
+	}
+	if err := c.checkIndex(); err != nil {
+		return c, err
 	}
 	if c.OTLPEndpoint != "" && !HTTPURL(c.OTLPEndpoint) {
 		return c, fmt.Errorf("ingest: Config.OTLPEndpoint %q: want an http:// or https:// URL with a host", redact.URL(c.OTLPEndpoint))

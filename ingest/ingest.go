@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -25,7 +24,6 @@ import (
 	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/ingest/extract"
 	"github.com/weirhq/weir/ingest/pipeline"
-	"github.com/weirhq/weir/ingest/search/fts"
 	"github.com/weirhq/weir/internal/redact"
 	"github.com/weirhq/weir/metrics"
 	"github.com/weirhq/weir/outbox"
@@ -178,25 +176,6 @@ func (s *Service) openDB(ctx context.Context) error {
 		return fmt.Errorf("%w (version %d, this release's %d)", ErrNotMigrated, cur, latest)
 	}
 	return nil
-}
-
-// openIndex opens the search index in the data directory; for a
-// read-only service without one, an index that says so.
-func (s *Service) openIndex(ctx context.Context) (pipeline.Index, error) {
-	path := filepath.Join(s.cfg.DataDir, IndexFile)
-	if s.cfg.ReadOnly {
-		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-			return noIndex{path: path}, nil
-		}
-	} else if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("ingest: %w", err)
-	}
-	ix, err := fts.Open(ctx, fts.Config{Path: path, Logger: s.cfg.Logger})
-	if err != nil {
-		return nil, fmt.Errorf("ingest: open the search index: %w", err)
-	}
-	s.closers = append(s.closers, func() { ix.Close() })
-	return ix, nil
 }
 
 // extractor makes the configured extractor, and adds the LLM's breaker

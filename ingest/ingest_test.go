@@ -327,8 +327,8 @@ func TestServiceTakesTheCallersStoreAndExtractor(t *testing.T) {
 	for _, b := range llm.Breakers() {
 		names = append(names, b.Name())
 	}
-	if !slices.Equal(names, []string{"mine", "extract-llm"}) {
-		t.Fatalf("breakers %v, want mine and the LLM extractor's extract-llm", names)
+	if !slices.Equal(names, []string{"mine", ingest.IndexBreakerName, "extract-llm"}) {
+		t.Fatalf("breakers %v, want mine, the index's and the LLM extractor's extract-llm", names)
 	}
 }
 

@@ -12,12 +12,12 @@ import (
 // directory weir migrate made, that no service has run on), in a
 // read-only service: it holds nothing, and a search in it says so. A
 // read-only service does not make the file.
-type noIndex struct{ path string }
+type noIndex struct{ where string }
 
 var _ pipeline.Index = noIndex{}
 
 func (n noIndex) err() error {
-	return fmt.Errorf("no search index at %s: weir run, weir ingest or weir reindex makes it", n.path)
+	return fmt.Errorf("no search index at %s: weir run, weir ingest or weir reindex makes it", n.where)
 }
 
 func (n noIndex) Put(context.Context, ...search.Doc) error        { return n.err() }

@@ -87,12 +87,17 @@ type Status struct {
 	// documents whose last index attempt failed.
 	Indexed     int `json:"indexed"`
 	IndexErrors int `json:"index_errors"`
+	// IndexDown, when the index did not answer (its database gone, its
+	// breaker open), says why; Indexed is 0 then. The rest of the status
+	// is read all the same.
+	IndexDown string `json:"index_down,omitempty"`
 	// Jobs counts the jobs by kind and state; Stuck those stuck.
 	Jobs  map[string]map[weirtype.State]int `json:"jobs"`
 	Stuck int                               `json:"stuck"`
 	// DeadLetters is the number of dead letters.
 	DeadLetters int `json:"dead_letters"`
-	// Breakers are the states of the extractor's breaker, if it has one.
+	// Breakers are the states of the extractor's breaker and the index's,
+	// of those that have one.
 	Breakers map[string]string `json:"breakers,omitempty"`
 	// LastReindex is the latest reindex run.
 	LastReindex *ReindexRun `json:"last_reindex,omitempty"`
@@ -131,7 +136,10 @@ func (s *Service) Status(ctx context.Context, stuckAfter time.Duration) (Status,
 	}
 	var err error
 	if st.Indexed, err = s.cfg.Index.Count(ctx); err != nil {
-		return st, err
+		if ctx.Err() != nil {
+			return st, err
+		}
+		st.IndexDown = err.Error()
 	}
 	if st.IndexErrors, err = s.db.count(ctx, `SELECT count(*) FROM ingest_documents WHERE index_error <> ''`); err != nil {
 		return st, err
@@ -152,9 +160,14 @@ func (s *Service) Status(ctx context.Context, stuckAfter time.Duration) (Status,
 		return st, err
 	}
 	st.DeadLetters = len(dls)
-	if b, ok := s.cfg.Extractor.(interface{ Breaker() *breaker.Breaker }); ok {
-		br := b.Breaker()
-		st.Breakers = map[string]string{br.Name(): br.State().String()}
+	for _, dep := range []any{s.cfg.Extractor, s.cfg.Index} {
+		if b, ok := dep.(interface{ Breaker() *breaker.Breaker }); ok {
+			if st.Breakers == nil {
+				st.Breakers = map[string]string{}
+			}
+			br := b.Breaker()
+			st.Breakers[br.Name()] = br.State().String()
+		}
 	}
 	if runs, err := s.ReindexRuns(ctx, 1); err == nil && len(runs) > 0 {
 		st.LastReindex = &runs[0]

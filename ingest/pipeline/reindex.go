@@ -59,9 +59,11 @@ func (s *Service) StartReindex(ctx context.Context, trigger string) (ReindexStar
 	return ReindexStarted{JobID: res.Job.ID, Outcome: res.Outcome}, nil
 }
 
+// reindexJob runs a reconciliation; one the index's breaker stopped waits
+// for its next probe and runs again, without spending an attempt.
 func (s *Service) reindexJob(ctx context.Context, j *weir.Job[reindexArgs]) error {
 	_, err := s.Reindex(ctx, j.Args.Trigger, nil)
-	return err
+	return s.snoozeWhileOpen(err, "the search index's breaker is open; the reindex waits")
 }
 
 // Reindex first deletes from SQL the documents of versions replaced by a

@@ -619,10 +619,8 @@ func (s *Service) extract(ctx context.Context, j *weir.Job[extractArgs]) error {
 	}
 	res, err := s.runExtractor(ctx, extract.Input{ID: d.ID, Source: d.Path + d.Key, Title: d.Title, Text: d.Body, Meta: d.Meta})
 	if err != nil {
-		var open *breaker.OpenError
-		if errors.As(err, &open) {
-			s.log.Warn("the extractor's breaker is open; the document waits", "doc", d.ID, "retry_in", open.RetryIn)
-			return weir.JobSnooze(max(open.RetryIn, s.cfg.PollEvery))
+		if errors.Is(err, breaker.ErrOpen) {
+			return s.snoozeWhileOpen(err, "the extractor's breaker is open; the document waits", "doc", d.ID)
 		}
 		return fmt.Errorf("extract %s%s: %w", d.Path, d.Key, err)
 	}
@@ -719,8 +717,24 @@ const maxIndexRounds = 5
 // follows its save. After a write it reads the document again and writes
 // once more if a newer version was saved meanwhile, so that an older
 // job's write never has the last word. Its last failed attempt is
-// recorded on the document and left to reconciliation.
+// recorded on the document and left to reconciliation. While the index's
+// breaker is open the job waits, without spending an attempt.
 func (s *Service) index(ctx context.Context, j *weir.Job[indexArgs]) error {
+	return s.snoozeWhileOpen(s.indexDoc(ctx, j), "the search index's breaker is open; the document waits", "doc", j.Args.Doc)
+}
+
+// snoozeWhileOpen turns a breaker's refusal into a snooze until its next
+// probe, which spends no attempt; any other error is returned as it is.
+func (s *Service) snoozeWhileOpen(err error, msg string, args ...any) error {
+	var open *breaker.OpenError
+	if !errors.As(err, &open) {
+		return err
+	}
+	s.log.Warn(msg, append(args, "retry_in", open.RetryIn)...)
+	return weir.JobSnooze(max(open.RetryIn, s.cfg.PollEvery))
+}
+
+func (s *Service) indexDoc(ctx context.Context, j *weir.Job[indexArgs]) error {
 	id := j.Args.Doc
 	for range maxIndexRounds {
 		d, err := s.db.document(ctx, id)
@@ -731,7 +745,7 @@ func (s *Service) index(ctx context.Context, j *weir.Job[indexArgs]) error {
 		switch {
 		case gone || d.Status == docFailed:
 			if _, err := s.cfg.Index.Delete(ctx, id); err != nil {
-				if j.Attempt < j.MaxAttempts {
+				if j.Attempt < j.MaxAttempts || errors.Is(err, breaker.ErrOpen) {
 					return err
 				}
 				s.log.Warn("index delete failed; the entry waits for reconciliation", "doc", id, "attempt", j.Attempt, "err", err)
@@ -741,7 +755,7 @@ func (s *Service) index(ctx context.Context, j *weir.Job[indexArgs]) error {
 			return nil
 		}
 		if err := s.cfg.Index.Put(ctx, searchDoc(d)); err != nil {
-			if j.Attempt < j.MaxAttempts {
+			if j.Attempt < j.MaxAttempts || errors.Is(err, breaker.ErrOpen) {
 				return err
 			}
 			s.log.Warn("index failed; the document waits for reconciliation", "doc", d.ID, "attempt", j.Attempt, "err", err)

@@ -294,14 +294,10 @@ func setupStatus(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		pauses, err := svc.DB().Store.Executor().ListPauses(ctx, time.Now())
-		if err != nil {
-			return err
-		}
 		if *asJSON {
-			return writeIndented(s.stdout, statusRecordOf(st, pauses))
+			return writeIndented(s.stdout, st)
 		}
-		_, err = io.WriteString(s.stdout, formatStatus(st)+formatPauses(pauses))
+		_, err = io.WriteString(s.stdout, formatStatus(st))
 		return err
 	}
 }
@@ -323,7 +319,11 @@ func formatStatus(st pipeline.Status) string {
 	}
 	fmt.Fprintf(&b, "files:        %s\n", counts(st.Files))
 	fmt.Fprintf(&b, "documents:    %s\n", counts(st.Documents))
-	fmt.Fprintf(&b, "index:        %d entries, %d documents waiting for reconciliation\n", st.Indexed, st.IndexErrors)
+	if st.IndexDown != "" {
+		fmt.Fprintf(&b, "index:        not answering (%s), %d documents waiting for reconciliation\n", printable(st.IndexDown), st.IndexErrors)
+	} else {
+		fmt.Fprintf(&b, "index:        %d entries, %d documents waiting for reconciliation\n", st.Indexed, st.IndexErrors)
+	}
 	fmt.Fprintf(&b, "jobs:\n")
 	for _, kind := range []string{pipeline.KindParse, pipeline.KindExtract, pipeline.KindSave, pipeline.KindIndex, pipeline.KindReindex} {
 		m := st.Jobs[kind]

@@ -38,6 +38,9 @@ type serviceFlags struct {
 	sweepEvery  time.Duration // set by the command, not a flag
 	reindexAt   string
 	maxFileSize byteSize
+	// index is -index: fts, postgres, a postgres:// URL, or empty for
+	// the store's default.
+	index string
 	// timeouts bound one attempt of each stage: parse, extract, save,
 	// index.
 	timeouts [4]time.Duration
@@ -61,6 +64,15 @@ func (f *serviceFlags) declare(fs *flag.FlagSet) {
 		fs.DurationVar(&f.timeouts[i], st.name+"-timeout", st.def, "how long one attempt of the "+st.name+" stage may take before it fails")
 	}
 	fs.StringVar(&f.reindexAt, "reindex-schedule", pipeline.DefaultReindexSchedule, "when reconciliation runs by itself, as a schedule (\"daily at 02:00\", \"0 2 * * *\"), or \"never\"")
+	fs.StringVar(&f.index, "index", "", "the search `index`: fts (a SQLite file in -data), postgres (tables beside the store's, shared by every process on it), or a postgres:// URL of a database of its own; default fts with the SQLite store, postgres with a PostgreSQL one")
+}
+
+// indexChoice splits -index into the service's Index and IndexURL.
+func (f *serviceFlags) indexChoice() (index, indexURL string) {
+	if strings.Contains(f.index, "://") {
+		return "", f.index
+	}
+	return f.index, ""
 }
 
 // openMode says what opening the service may make.
@@ -190,10 +202,26 @@ func (f *serviceFlags) check() error {
 	if f.llmURL != "" && !ingest.HTTPURL(f.llmURL) {
 		return flagError("llm-url", "%q: want an http:// or https:// URL with a host (…/v1)", redact.URL(f.llmURL))
 	}
-	if _, err := f.store.driver(); err != nil {
+	driver, err := f.store.driver()
+	if err != nil {
 		return err
 	}
+	index, indexURL := f.indexChoice()
+	if index != "" && index != ingest.IndexFTS && index != ingest.IndexPostgres {
+		return flagError("index", "%q: want %s, %s or a postgres:// URL", index, ingest.IndexFTS, ingest.IndexPostgres)
+	}
+	if _, err := ingest.CheckIndex(index, indexURL, driver == "postgres"); err != nil {
+		return flagError("index", "%q with %s: %v", redact.URL(f.index), storeKind(driver), err)
+	}
 	return nil
+}
+
+// storeKind says which store a driver is, for messages.
+func storeKind(driver string) string {
+	if driver == "postgres" {
+		return "a PostgreSQL store (-store)"
+	}
+	return "the SQLite store (no -store)"
 }
 
 // config maps the flags onto the service's config. The logger is the
@@ -204,7 +232,8 @@ func (f *serviceFlags) config(logger *slog.Logger) ingest.Config {
 		stages[i] = pipeline.Stage{MaxAttempts: f.maxAttempts, Backoff: pipeline.DefaultBackoff, Timeout: f.timeouts[i]}
 		stages[i].Backoff.Base = f.backoff
 	}
-	return ingest.Config{DataDir: f.store.data, StoreURL: f.store.url, Schema: f.store.schema, Logger: logger,
+	index, indexURL := f.indexChoice()
+	return ingest.Config{DataDir: f.store.data, StoreURL: f.store.url, Schema: f.store.schema, Logger: logger, Index: index, IndexURL: indexURL,
 		LLM: extract.LLMConfig{URL: f.llmURL, Model: f.llmModel, APIKey: f.llmKey},
 		Pipeline: pipeline.Config{ID: f.id, Workers: f.workers,
 			Parse: stages[0], Extract: stages[1], Save: stages[2], IndexStage: stages[3],
