@@ -294,10 +294,14 @@ func setupStatus(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		if *asJSON {
-			return writeIndented(s.stdout, st)
+		pauses, err := svc.DB().Store.Executor().ListPauses(ctx, time.Now())
+		if err != nil {
+			return err
 		}
-		_, err = io.WriteString(s.stdout, formatStatus(st))
+		if *asJSON {
+			return writeIndented(s.stdout, statusRecordOf(st, pauses))
+		}
+		_, err = io.WriteString(s.stdout, formatStatus(st)+formatPauses(pauses))
 		return err
 	}
 }
