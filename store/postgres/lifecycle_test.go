@@ -179,25 +179,8 @@ func TestLifecycleInCallersTransaction(t *testing.T) {
 	s := migrated(t)
 	j := insert(t, s.Executor(), store.InsertParams{Kind: "k", MaxAttempts: 1}).Job
 
-	inTx := func(commit bool, fn func(ex store.Executor)) {
-		t.Helper()
-		tx, err := s.Pool().Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = tx.Rollback(ctx) }()
-		if _, err := tx.Exec(ctx, "SET LOCAL search_path TO pg_catalog"); err != nil {
-			t.Fatal(err)
-		}
-		fn(s.Tx(tx))
-		if commit {
-			if err := tx.Commit(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
 	// Claimed, lost, rescued to a dead letter, listed: then rolled back.
-	inTx(false, func(ex store.Executor) {
+	inCallersTx(t, s, false, func(ex store.Executor) {
 		if got := claimAt(t, ex, now, store.DefaultQueue, "w", 1, time.Second); len(got) != 1 {
 			t.Fatalf("claimed %d jobs", len(got))
 		}
@@ -217,7 +200,7 @@ func TestLifecycleInCallersTransaction(t *testing.T) {
 	// Committed: claimed, rescued to a dead letter, requeued, claimed
 	// again, abandoned, purged.
 	later := now.Add(time.Hour)
-	inTx(true, func(ex store.Executor) {
+	inCallersTx(t, s, true, func(ex store.Executor) {
 		claimed := claimAt(t, ex, now, store.DefaultQueue, "w", 1, time.Second)
 		if lost, err := ex.Heartbeat(ctx, now, []store.Lease{store.LeaseOf(claimed[0])}, time.Second); err != nil || len(lost) != 0 {
 			t.Fatalf("heartbeat: %v, %v", lost, err)

@@ -218,6 +218,24 @@ func TestTxIgnoresSearchPath(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := migrated(t)
+	var r store.InsertResult
+	inCallersTx(t, s, true, func(ex store.Executor) {
+		r = insert(t, ex, store.InsertParams{Kind: "k", IdempotencyKey: "k1"})
+		if _, err := ex.GetJob(ctx, r.Job.ID); err != nil {
+			t.Fatalf("GetJob in the transaction: %v", err)
+		}
+	})
+	if _, err := s.Executor().GetJob(ctx, r.Job.ID); err != nil {
+		t.Fatalf("GetJob after commit: %v", err)
+	}
+}
+
+// inCallersTx runs fn on an Executor bound to a transaction of s's pool
+// whose search_path names pg_catalog, not weir's schema, as a caller's own
+// pool may; then commits if commit is true, and rolls back otherwise.
+func inCallersTx(t *testing.T, s *postgres.Store, commit bool, fn func(ex store.Executor)) {
+	t.Helper()
+	ctx := context.Background()
 	tx, err := s.Pool().Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -226,15 +244,11 @@ func TestTxIgnoresSearchPath(t *testing.T) {
 	if _, err := tx.Exec(ctx, "SET LOCAL search_path TO pg_catalog"); err != nil {
 		t.Fatal(err)
 	}
-	r := insert(t, s.Tx(tx), store.InsertParams{Kind: "k", IdempotencyKey: "k1"})
-	if _, err := s.Tx(tx).GetJob(ctx, r.Job.ID); err != nil {
-		t.Fatalf("GetJob in the transaction: %v", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Executor().GetJob(ctx, r.Job.ID); err != nil {
-		t.Fatalf("GetJob after commit: %v", err)
+	fn(s.Tx(tx))
+	if commit {
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
