@@ -11,21 +11,23 @@ import (
 )
 
 // The retention sweep's statements. Each reads weir_jobs_finalized (kind,
-// finalized_at, of the completed and cancelled jobs only); SQLite uses the
-// partial index because the statements repeat its WHERE clause.
+// finalized_at, of the completed and cancelled jobs only), named with
+// INDEXED BY: the planner would otherwise read weir_jobs_state, every
+// finished job, and sort them. The statements repeat the partial index's
+// WHERE clause, which SQLite needs to use it.
 const (
 	// finalJobKinds walks the index from kind to kind, one probe each,
 	// rather than read every final job: a loose index scan.
 	finalJobKinds = `WITH RECURSIVE k(kind) AS (
-		SELECT (SELECT kind FROM weir_jobs WHERE state IN ('completed', 'cancelled') ORDER BY kind LIMIT 1)
+		SELECT (SELECT kind FROM weir_jobs INDEXED BY weir_jobs_finalized WHERE state IN ('completed', 'cancelled') ORDER BY kind LIMIT 1)
 		UNION ALL
-		SELECT (SELECT kind FROM weir_jobs WHERE state IN ('completed', 'cancelled') AND kind > k.kind ORDER BY kind LIMIT 1)
+		SELECT (SELECT kind FROM weir_jobs INDEXED BY weir_jobs_finalized WHERE state IN ('completed', 'cancelled') AND kind > k.kind ORDER BY kind LIMIT 1)
 		FROM k WHERE k.kind IS NOT NULL)
 	SELECT kind FROM k WHERE kind IS NOT NULL`
 	// purgeFinalJobs deletes up to ?3 jobs of kind ?1 finalized before ?2,
 	// oldest first.
 	purgeFinalJobs = `DELETE FROM weir_jobs WHERE id IN (
-		SELECT id FROM weir_jobs
+		SELECT id FROM weir_jobs INDEXED BY weir_jobs_finalized
 		WHERE state IN ('completed', 'cancelled') AND kind = ?1 AND finalized_at < ?2
 		ORDER BY finalized_at LIMIT ?3)`
 	// takeSweepLease takes the lease ?1 for ?2 until ?3, or renews it,
