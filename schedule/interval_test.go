@@ -72,30 +72,3 @@ func TestEvery(t *testing.T) {
 		}
 	}
 }
-
-func TestZeroIntervalNeverFires(t *testing.T) {
-	t.Parallel()
-	var i schedule.Interval
-	if got := i.Next(ref); !got.IsZero() {
-		t.Errorf("zero Interval: Next = %v, want the zero time", got)
-	}
-	if got := schedule.Ticks(i, ref, ref.Add(time.Hour)); len(got) != 0 {
-		t.Errorf("zero Interval: Ticks = %v, want none", got)
-	}
-}
-
-func TestIntervalFarTimes(t *testing.T) {
-	t.Parallel()
-	s := schedule.MustParse("every 7s")
-	for _, at := range []time.Time{
-		{},
-		time.Date(-1_000_000_000, 1, 1, 0, 0, 0, 0, time.UTC),
-		time.Date(1_000_000_000, 1, 1, 0, 0, 0, 0, time.UTC),
-		time.Unix(1<<62, 0),
-		time.Unix(-1<<62, 0),
-	} {
-		if got := s.Next(at); !got.IsZero() && !got.After(at) {
-			t.Errorf("Next(%v) = %v, not after it", at, got)
-		}
-	}
-}

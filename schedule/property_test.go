@@ -317,3 +317,50 @@ func TestPropertyTicks(t *testing.T) {
 		}
 	})
 }
+
+// The zero Cron and the zero Interval never fire, and the zero Cron is in
+// UTC.
+func TestZeroSchedulesNeverFire(t *testing.T) {
+	t.Parallel()
+	for name, s := range map[string]schedule.Schedule{"Cron": &schedule.Cron{}, "Interval": schedule.Interval{}} {
+		if got := s.Next(ref); !got.IsZero() {
+			t.Errorf("zero %s: Next = %v, want the zero time", name, got)
+		}
+		if got := schedule.Ticks(s, ref, ref.AddDate(1, 0, 0)); len(got) != 0 {
+			t.Errorf("zero %s: Ticks = %v, want none", name, got)
+		}
+	}
+	var c schedule.Cron
+	if got := c.Location(); got != time.UTC {
+		t.Errorf("zero Cron: Location = %v, want UTC", got)
+	}
+}
+
+// Next of any time, however far from now, is after it or the zero time.
+func TestNextOfFarTimes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		spec string
+		at   []time.Time
+	}{
+		{"CRON_TZ=Europe/Paris 0 0 29 2 *", []time.Time{
+			time.Date(-200_000_000, 1, 1, 0, 0, 0, 0, time.UTC),
+			time.Date(200_000_000, 1, 1, 0, 0, 0, 0, time.UTC),
+			{},
+		}},
+		{"every 7s", []time.Time{
+			{},
+			time.Date(-1_000_000_000, 1, 1, 0, 0, 0, 0, time.UTC),
+			time.Date(1_000_000_000, 1, 1, 0, 0, 0, 0, time.UTC),
+			time.Unix(1<<62, 0),
+			time.Unix(-1<<62, 0),
+		}},
+	} {
+		s := schedule.MustParse(tc.spec)
+		for _, at := range tc.at {
+			if got := s.Next(at); !got.IsZero() && !got.After(at) {
+				t.Errorf("%s: Next(%v) = %v, not after it", tc.spec, at, got)
+			}
+		}
+	}
+}
