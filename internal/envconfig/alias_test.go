@@ -9,25 +9,6 @@ import (
 	"github.com/weirhq/weir/internal/envconfig"
 )
 
-// The spec's RETRY_* names set the event retry as the WEIR_RETRY_* ones
-// do.
-func TestEventRetryReadsTheSpecNames(t *testing.T) {
-	cfg, err := envconfig.EventRetry(envconfig.Map(map[string]string{
-		"RETRY_MAX_ATTEMPTS":      "3",
-		"RETRY_BASE_DELAY_MS":     "100",
-		"RETRY_BACKOFF_FACTOR":    "1.5",
-		"RETRY_MAX_DELAY_SECONDS": "10",
-		"RETRY_TTL_MINUTES":       "5",
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg.MaxAttempts != 3 || cfg.TTL != 5*time.Minute || cfg.Backoff.Base != 100*time.Millisecond ||
-		cfg.Backoff.Factor != 1.5 || cfg.Backoff.Cap != 10*time.Second {
-		t.Fatalf("got %+v, want the RETRY_* values", cfg)
-	}
-}
-
 // When both names of a setting are set, the WEIR_ one wins; a blank WEIR_
 // one counts as unset.
 func TestEventRetryWEIRNameWins(t *testing.T) {

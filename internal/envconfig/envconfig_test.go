@@ -35,20 +35,24 @@ func TestEventRetryDefaults(t *testing.T) {
 	}
 }
 
+// The WEIR_RETRY_* names set the event retry, and so do the spec's
+// RETRY_* names (see alias_test.go).
 func TestEventRetryOverrides(t *testing.T) {
-	cfg, err := envconfig.EventRetry(envconfig.Map(map[string]string{
-		"WEIR_RETRY_MAX_ATTEMPTS":      "3",
-		"WEIR_RETRY_BASE_DELAY_MS":     " 100 ",
-		"WEIR_RETRY_BACKOFF_FACTOR":    "1.5",
-		"WEIR_RETRY_MAX_DELAY_SECONDS": "10",
-		"WEIR_RETRY_TTL_MINUTES":       "5",
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg.MaxAttempts != 3 || cfg.TTL != 5*time.Minute || cfg.Backoff.Base != 100*time.Millisecond ||
-		cfg.Backoff.Factor != 1.5 || cfg.Backoff.Cap != 10*time.Second {
-		t.Fatalf("got %+v", cfg)
+	for _, prefix := range []string{"WEIR_", ""} {
+		cfg, err := envconfig.EventRetry(envconfig.Map(map[string]string{
+			prefix + "RETRY_MAX_ATTEMPTS":      "3",
+			prefix + "RETRY_BASE_DELAY_MS":     " 100 ",
+			prefix + "RETRY_BACKOFF_FACTOR":    "1.5",
+			prefix + "RETRY_MAX_DELAY_SECONDS": "10",
+			prefix + "RETRY_TTL_MINUTES":       "5",
+		}))
+		if err != nil {
+			t.Fatalf("%sRETRY_*: %v", prefix, err)
+		}
+		if cfg.MaxAttempts != 3 || cfg.TTL != 5*time.Minute || cfg.Backoff.Base != 100*time.Millisecond ||
+			cfg.Backoff.Factor != 1.5 || cfg.Backoff.Cap != 10*time.Second {
+			t.Fatalf("%sRETRY_*: got %+v, want their values", prefix, cfg)
+		}
 	}
 }
 
