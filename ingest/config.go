@@ -95,6 +95,20 @@ type Config struct {
 	// package's defaults (open after 5 failures in 30 s, for 60 s).
 	IndexBreaker *breaker.Breaker
 
+	// IncomingURL, ProcessedURL and FailedURL, when any is set, put
+	// incoming/, processed/ and failed/ in object storage: each is the URL
+	// of a container, or of a folder of one (?prefix=processed/), that
+	// gocloud.dev/blob opens: file:///path, azblob://container,
+	// s3://bucket, gs://bucket, with the store's credentials from its
+	// usual variables (AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY,
+	// AWS_ACCESS_KEY_ID, GOOGLE_APPLICATION_CREDENTIALS, ...). One left
+	// empty is the data directory's folder, as a file:// container. New
+	// fails, naming the field, for an unknown scheme, a container that
+	// does not exist or credentials it lacks. Calls to the containers go
+	// through one breaker, "blob", which joins Breakers. Default: all
+	// empty, the data directory's folders.
+	IncomingURL, ProcessedURL, FailedURL string
+
 	// Pipeline holds the pipeline's settings, with pipeline.Config's
 	// defaults: its worker id, workers, stages, scan and sweep intervals,
 	// reindex schedule, file size limit and events topic. Its DB,
@@ -183,6 +197,9 @@ func (c Config) check() (Config, error) {
 		return c, errors.New("ingest: a ReadOnly service serves no HTTP and publishes no events: leave Listen and Broker empty")
 	}
 	if err := c.checkIndex(); err != nil {
+		return c, err
+	}
+	if err := c.checkBlobs(); err != nil {
 		return c, err
 	}
 	if c.OTLPEndpoint != "" && !HTTPURL(c.OTLPEndpoint) {

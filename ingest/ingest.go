@@ -96,6 +96,11 @@ func (s *Service) open(ctx context.Context) error {
 	if pc.Index, err = s.openIndex(ctx); err != nil {
 		return err
 	}
+	if !cfg.ReadOnly && pc.Blobs == nil {
+		if pc.Blobs, err = s.openBlobs(ctx); err != nil {
+			return err
+		}
+	}
 	if pc.Extractor, pc.ExtractorName, err = s.extractor(); err != nil {
 		return err
 	}

@@ -63,8 +63,13 @@ type Config struct {
 	// DB is the database: weir's store and the service's tables. Required;
 	// New migrates it.
 	DB *appdb.DB
-	// DataDir holds incoming/, processed/ and failed/. Required.
+	// DataDir holds incoming/, processed/ and failed/ (unless Blobs is
+	// set) and the worker slots. Required.
 	DataDir string
+	// Blobs, when set, are the containers that hold incoming/, processed/
+	// and failed/ instead of DataDir: all three are required. Default
+	// none: the data directory's folders.
+	Blobs *Blobs
 	// Index is the search index. Required.
 	Index Index
 	// Extractor extracts each document. Required.
@@ -128,6 +133,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, errors.New("pipeline: Config.Index is required")
 	case c.Extractor == nil:
 		return c, errors.New("pipeline: Config.Extractor is required")
+	case c.Blobs != nil && (c.Blobs.Incoming == nil || c.Blobs.Processed == nil || c.Blobs.Failed == nil):
+		return c, errors.New("pipeline: Config.Blobs: Incoming, Processed and Failed are all required")
 	case c.Workers < 0, c.WatchEvery < 0, c.SweepEvery < 0, c.ReindexBatch < 0, c.PollEvery < 0, c.MaxFileSize < 0:
 		return c, errors.New("pipeline: Config: Workers, WatchEvery, SweepEvery, ReindexBatch, PollEvery and MaxFileSize must not be negative")
 	}

@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -181,20 +181,23 @@ func (s *Service) writeFailure(ctx context.Context, dl *weirtype.DeadLetter) err
 	// message (a replaced version's only if its job carried it).
 	wholeFile := meta.Key == ""
 	// The failure's files take the original's mode, wherever it is.
-	mode := s.sourceMode(incoming, kept, path.Join(ProcessedDir, relPath))
-	if err := s.root.MkdirAll(dir, dirMode(mode)); err != nil {
-		return err
-	}
-	if err := s.root.Chmod(dir, dirMode(mode)); err != nil {
-		return err
+	mode := fs.FileMode(0o600)
+	if s.blobs == nil {
+		mode = s.sourceMode(incoming, kept, path.Join(ProcessedDir, relPath))
+		if err := s.root.MkdirAll(dir, dirMode(mode)); err != nil {
+			return err
+		}
+		if err := s.root.Chmod(dir, dirMode(mode)); err != nil {
+			return err
+		}
 	}
 	if wholeFile && !stale {
-		if _, err := s.moveIfSame(incoming, kept, meta.ETag); err != nil && !errors.Is(err, ErrNotRegular) {
+		if _, err := s.moveIfSame(ctx, incoming, kept, meta.ETag); err != nil && !errors.Is(err, ErrNotRegular) {
 			return err
 		}
 	}
 	if !wholeFile && original != nil {
-		if err := s.writeFileAtomic(path.Join(dir, "message.txt"), original, fileMode(mode)); err != nil {
+		if err := s.writeFile(ctx, path.Join(dir, "message.txt"), original, fileMode(mode)); err != nil {
 			return err
 		}
 	}
@@ -205,7 +208,7 @@ func (s *Service) writeFailure(ctx context.Context, dl *weirtype.DeadLetter) err
 		if err != nil {
 			return err
 		}
-		if err := s.writeFileAtomic(path.Join(dir, name), append(b, '\n'), fileMode(mode)); err != nil {
+		if err := s.writeFile(ctx, path.Join(dir, name), append(b, '\n'), fileMode(mode)); err != nil {
 			return err
 		}
 	}
@@ -235,7 +238,7 @@ func (s *Service) writeFailure(ctx context.Context, dl *weirtype.DeadLetter) err
 			}
 		}
 		n, err := tx.Exec(ctx, `INSERT INTO ingest_failures (dead_letter_id, dir, written_at) VALUES ($1, $2, $3) ON CONFLICT (dead_letter_id) DO NOTHING`,
-			dl.ID, filepath.Join(s.cfg.DataDir, filepath.FromSlash(dir)), now)
+			dl.ID, s.where(dir), now)
 		if err != nil || n == 0 {
 			return err // written by another process, which told of it
 		}
@@ -252,7 +255,7 @@ func (s *Service) writeFailure(ctx context.Context, dl *weirtype.DeadLetter) err
 	if !wholeFile && !stale {
 		s.settleFile(ctx, fileID)
 	}
-	s.log.Warn("document failed; written to failed/", "dir", filepath.Join(s.cfg.DataDir, filepath.FromSlash(dir)), "kind", dl.Kind,
+	s.log.Warn("document failed; written to failed/", "dir", s.where(dir), "kind", dl.Kind,
 		"reason", string(dl.Reason), "err", dl.LastError, "replaced", stale)
 	return nil
 }

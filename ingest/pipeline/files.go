@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -134,7 +135,10 @@ func bytesString(n int64) string {
 // changed in incoming/ since it was enqueued is a new version, which the
 // scan enqueues, and stays. It reports whether it moved it; a missing src
 // is not an error. The move keeps the file's mode.
-func (s *Service) moveIfSame(src, dst, etag string) (bool, error) {
+func (s *Service) moveIfSame(ctx context.Context, src, dst, etag string) (bool, error) {
+	if s.blobs != nil {
+		return s.blobMoveIfSame(ctx, src, dst, etag)
+	}
 	f, fi, err := s.openRegular(src, nil)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil

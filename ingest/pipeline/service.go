@@ -43,6 +43,9 @@ type Service struct {
 	// root is the data directory: every read and write of the service's
 	// files goes through it, and cannot leave it.
 	root *os.Root
+	// blobs, when set, hold incoming/, processed/ and failed/ instead of
+	// root (Config.Blobs).
+	blobs *Blobs
 	// slot holds the lock of the default worker id's slot, until Stop;
 	// nil when Config.ID was given.
 	slotMu sync.Mutex
@@ -72,7 +75,11 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, d := range []string{IncomingDir, ProcessedDir, FailedDir} {
+	dirs := []string{IncomingDir, ProcessedDir, FailedDir}
+	if cfg.Blobs != nil {
+		dirs = []string{"."}
+	}
+	for _, d := range dirs {
 		if err := os.MkdirAll(filepath.Join(cfg.DataDir, d), 0o755); err != nil {
 			return nil, fmt.Errorf("pipeline: %w", err)
 		}
@@ -84,7 +91,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
-	s := &Service{cfg: cfg, db: dbHandle{cfg.DB}, log: cfg.Logger, seen: map[string]seenFile{}, root: root}
+	s := &Service{cfg: cfg, db: dbHandle{cfg.DB}, log: cfg.Logger, seen: map[string]seenFile{}, root: root, blobs: cfg.Blobs}
 	if cfg.ID == "" {
 		id, lock, err := workerSlot(cfg.DataDir)
 		if err != nil {

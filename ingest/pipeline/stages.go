@@ -13,7 +13,6 @@ import (
 	"io"
 	"io/fs"
 	"iter"
-	"os"
 	"path"
 	"runtime/debug"
 	"strconv"
@@ -172,18 +171,29 @@ func failedDir(source, relPath, key string) string {
 
 // openVersion opens the file of a parse job, in incoming/ or in failed/
 // where an earlier failure put it (a requeued job), through no symbolic
-// link.
-func (s *Service) openVersion(a parseArgs) (*os.File, fs.FileInfo, error) {
+// link (or its blob: see openBlobVersion).
+func (s *Service) openVersion(ctx context.Context, a parseArgs) (opened, error) {
+	if s.blobs != nil {
+		return s.openBlobVersion(ctx, a)
+	}
 	for _, p := range []string{
 		path.Join(IncomingDir, a.fsPath()),
 		path.Join(failedDir(a.Source, a.Path, ""), path.Base(a.Path)),
 	} {
 		f, fi, err := s.openRegular(p, nil)
+		if err == nil {
+			return opened{r: f, size: fi.Size(), version: changeTime(fi), same: func(_ context.Context, sum string) error {
+				if sum != a.ETag {
+					return errChanged
+				}
+				return nil
+			}}, nil
+		}
 		if !errors.Is(err, fs.ErrNotExist) {
-			return f, fi, err
+			return opened{}, err
 		}
 	}
-	return nil, nil, fs.ErrNotExist
+	return opened{}, fs.ErrNotExist
 }
 
 // errChanged: the file's content is no longer the version its parse job
@@ -203,7 +213,10 @@ func (s *Service) parse(ctx context.Context, j *weir.Job[parseArgs]) error {
 	if a.Poison != "" {
 		return retry.Permanent(fmt.Errorf("%s: %s", a.Path, a.Poison))
 	}
-	f, fi, err := s.openVersion(a)
+	f, err := s.openVersion(ctx, a)
+	if err, down := s.blobUnavailable(err); down {
+		return err
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if f, ferr := s.db.file(ctx, a.File); ferr == nil && f.Status != fileFailed {
@@ -212,20 +225,26 @@ func (s *Service) parse(ctx context.Context, j *weir.Job[parseArgs]) error {
 		return retry.Permanent(fmt.Errorf("%s: the file is gone from %s/ before it was parsed", a.Path, IncomingDir))
 	case errors.Is(err, ErrNotRegular):
 		return retry.Permanent(fmt.Errorf("%s: %w", a.Path, err))
+	case errors.Is(err, errChanged):
 	case err != nil:
 		return err
+	default:
+		defer f.r.Close()
+		if f.size > s.cfg.MaxFileSize {
+			return retry.Permanent(fmt.Errorf("%s: %w", a.Path, &TooLargeError{Size: f.size, Limit: s.cfg.MaxFileSize}))
+		}
+		var docs documents
+		docs, err = s.documentsOf(ctx, f, a)
+		var parsed []parse.Doc
+		if err == nil {
+			parsed, err = s.collect(ctx, a, docs)
+		}
+		if err == nil {
+			err = s.record(ctx, j.ID, a, f.version, parsed)
+		}
 	}
-	defer f.Close()
-	if fi.Size() > s.cfg.MaxFileSize {
-		return retry.Permanent(fmt.Errorf("%s: %w", a.Path, &TooLargeError{Size: fi.Size(), Limit: s.cfg.MaxFileSize}))
-	}
-	docs, err := s.documentsOf(f, fi, a)
-	var parsed []parse.Doc
-	if err == nil {
-		parsed, err = s.collect(ctx, a, docs)
-	}
-	if err == nil {
-		err = s.record(ctx, j.ID, a, changeTime(fi), parsed)
+	if err, down := s.blobUnavailable(err); down {
+		return err
 	}
 	if errors.Is(err, errChanged) {
 		// The scan makes a job of the new content; this version no longer
@@ -239,20 +258,21 @@ func (s *Service) parse(ctx context.Context, j *weir.Job[parseArgs]) error {
 // documentsOf is the documents of the file f of the parse job a: an
 // archive streamed from f, or any other file read whole (errChanged if it
 // no longer has the job's content).
-func (s *Service) documentsOf(f *os.File, fi fs.FileInfo, a parseArgs) (documents, error) {
+func (s *Service) documentsOf(ctx context.Context, f opened, a parseArgs) (documents, error) {
 	name := path.Base(a.Path)
 	if s.parseFile == nil && parse.Format(name) == parse.FormatMbox {
-		return s.streamArchive(f, a, s.cfg.MaxFileSize), nil
+		return s.streamArchive(ctx, f.r, f.same, s.cfg.MaxFileSize), nil
 	}
-	data, err := readLimited(f, fi.Size(), s.cfg.MaxFileSize)
+	data, err := readLimited(f.r, f.size, s.cfg.MaxFileSize)
 	var tooLarge *TooLargeError
 	switch {
 	case errors.As(err, &tooLarge):
 		return documents{}, errChanged // it has grown since the scan
 	case err != nil:
 		return documents{}, err
-	case ETag(data) != a.ETag:
-		return documents{}, errChanged
+	}
+	if err := f.same(ctx, ETag(data)); err != nil {
+		return documents{}, err
 	}
 	return s.parseWhole(name, data), nil
 }
@@ -287,10 +307,10 @@ func (s *Service) parseWhole(name string, data []byte) documents {
 }
 
 // streamArchive parses the archive f a message at a time as it reads it,
-// hashing what it reads: check then says whether the content was the
-// version a names (it is errChanged when not, or when f has grown past
-// limit since the scan).
-func (s *Service) streamArchive(f io.Reader, a parseArgs, limit int64) documents {
+// hashing what it reads: check then says, through same, whether the
+// content was the version parsed (it is errChanged when not, or when f
+// has grown past limit since the scan).
+func (s *Service) streamArchive(ctx context.Context, f io.Reader, same func(context.Context, string) error, limit int64) documents {
 	h := sha256.New()
 	in := &readCounter{r: io.LimitReader(f, limit+1)}
 	r := io.TeeReader(in, h)
@@ -309,10 +329,10 @@ func (s *Service) streamArchive(f io.Reader, a parseArgs, limit int64) documents
 			if _, err := io.Copy(io.Discard, r); err != nil {
 				return err
 			}
-			if in.n > limit || hex.EncodeToString(h.Sum(nil)) != a.ETag {
-				return errChanged // grown, or changed, since the scan
+			if in.n > limit {
+				return errChanged // grown since the scan
 			}
-			return nil
+			return same(ctx, hex.EncodeToString(h.Sum(nil)))
 		},
 	}
 }
@@ -699,7 +719,7 @@ func (s *Service) save(ctx context.Context, j *weir.Job[saveArgs]) error {
 	if requeued && failedKey != "" {
 		// An archive's message, failed, requeued and now saved: its
 		// failure's folder goes (a whole file's goes when it settles).
-		if err := s.root.RemoveAll(failedDir(failedSource, failedPath, failedKey)); err != nil {
+		if err := s.removeAll(ctx, failedDir(failedSource, failedPath, failedKey)); err != nil {
 			s.log.Warn("remove the folder of a failure that was requeued and saved", "doc", a.Doc, "err", err)
 		}
 	}
@@ -815,26 +835,23 @@ func (s *Service) trySettle(ctx context.Context, fileID string) error {
 		// Every document failed: the file goes to failed/, beside its
 		// documents' failures.
 		dir := failedDir(f.Source, f.Path, "")
-		if _, err := s.moveIfSame(src, path.Join(dir, path.Base(f.Path)), f.ETag); err != nil && !errors.Is(err, ErrNotRegular) {
+		if _, err := s.moveIfSame(ctx, src, path.Join(dir, path.Base(f.Path)), f.ETag); err != nil && !errors.Is(err, ErrNotRegular) {
 			return err
 		}
 		return mark(fileFailed)
 	}
 	dst := path.Join(ProcessedDir, f.Path)
-	moved, err := s.moveIfSame(src, dst, f.ETag)
+	moved, err := s.moveIfSame(ctx, src, dst, f.ETag)
 	if err != nil && !errors.Is(err, ErrNotRegular) {
 		return err
 	}
 	if !moved && f.Status == fileFailed {
-		if err := s.root.MkdirAll(path.Dir(dst), 0o755); err != nil {
-			return err
-		}
 		// Requeued from failed/: the original comes back from there.
 		dir := failedDir(f.Source, f.Path, "")
-		if err := s.root.Rename(path.Join(dir, path.Base(f.Path)), dst); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := s.rename(ctx, path.Join(dir, path.Base(f.Path)), dst); err != nil {
 			return err
 		}
-		if err := s.root.RemoveAll(dir); err != nil {
+		if err := s.removeAll(ctx, dir); err != nil {
 			return err
 		}
 	}

@@ -44,6 +44,9 @@ type Scanned struct {
 // to processed/, as its first copy was; after it failed, to failed/;
 // after a newer version of its path, it is parsed again, as the newest.
 func (s *Service) Scan(ctx context.Context) ([]Scanned, error) {
+	if s.blobs != nil {
+		return s.scanBlobs(ctx)
+	}
 	now := s.cfg.Clock.Now()
 	var out []Scanned
 	present := map[string]bool{}
@@ -137,6 +140,13 @@ func (s *Service) enqueue(ctx context.Context, rel string, seen fs.FileInfo) (Sc
 	if a.ETag, _, err = hashFile(f); err != nil {
 		return Scanned{}, err
 	}
+	return s.insertParse(ctx, rel, a)
+}
+
+// insertParse inserts the parse job a of the file at rel under incoming/,
+// whose ETag a names; a copy of content processed, or failed, before is
+// moved where the first copy went.
+func (s *Service) insertParse(ctx context.Context, rel string, a parseArgs) (Scanned, error) {
 	a.File = FileID(rel, a.ETag)
 	id := a.File
 	res, err := s.client.Insert(ctx, a, &weir.InsertOpts{IdempotencyKey: id, Source: IncomingDir + "/" + a.Path})
@@ -172,7 +182,9 @@ func (s *Service) enqueue(ctx context.Context, rel string, seen fs.FileInfo) (Sc
 		if fr.Status == fileFailed {
 			dst = path.Join(failedDir(fr.Source, fr.Path, ""), path.Base(fr.Path))
 		}
-		if err := s.root.MkdirAll(path.Dir(dst), 0o755); err == nil {
+		if s.blobs != nil {
+			_, _ = s.blobMoveIfSame(ctx, path.Join(IncomingDir, rel), dst, a.ETag)
+		} else if err := s.root.MkdirAll(path.Dir(dst), 0o755); err == nil {
 			_ = s.root.Rename(path.Join(IncomingDir, rel), dst)
 		}
 	}
@@ -223,6 +235,17 @@ func (s *Service) Ingest(ctx context.Context, source string, paths []string) (en
 				return err
 			}
 			rel = filepath.ToSlash(filepath.Join(source, rel))
+			if s.blobs != nil {
+				if err := s.uploadIn(ctx, p, rel); err != nil {
+					return err
+				}
+				sc, err := s.enqueueBlob(ctx, rel)
+				if err != nil {
+					return err
+				}
+				out = append(out, sc)
+				return ctx.Err()
+			}
 			dst := path.Join(IncomingDir, rel)
 			if err := s.copyIn(p, dst); err != nil {
 				return err

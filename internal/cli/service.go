@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"github.com/weirhq/weir/broker/nats/natsembed"
 	"github.com/weirhq/weir/broker/rabbitmq"
 	"github.com/weirhq/weir/ingest"
+	"github.com/weirhq/weir/ingest/blob"
 	"github.com/weirhq/weir/ingest/extract"
 	"github.com/weirhq/weir/ingest/pipeline"
 	"github.com/weirhq/weir/internal/redact"
@@ -44,6 +46,17 @@ type serviceFlags struct {
 	// timeouts bound one attempt of each stage: parse, extract, save,
 	// index.
 	timeouts [4]time.Duration
+	// blobURLs are -incoming-url, -processed-url and -failed-url, in the
+	// order of blobFlags.
+	blobURLs [3]string
+}
+
+// blobFlags are the flags of the containers of incoming/, processed/ and
+// failed/, with the ingest.Config fields they set.
+var blobFlags = [3]struct{ name, folder, setting string }{
+	{"incoming-url", "incoming", "Config.IncomingURL"},
+	{"processed-url", "processed", "Config.ProcessedURL"},
+	{"failed-url", "failed", "Config.FailedURL"},
 }
 
 // declare adds the flags to fs.
@@ -64,6 +77,9 @@ func (f *serviceFlags) declare(fs *flag.FlagSet) {
 		fs.DurationVar(&f.timeouts[i], st.name+"-timeout", st.def, "how long one attempt of the "+st.name+" stage may take before it fails")
 	}
 	fs.StringVar(&f.reindexAt, "reindex-schedule", pipeline.DefaultReindexSchedule, "when reconciliation runs by itself, as a schedule (\"daily at 02:00\", \"0 2 * * *\"), or \"never\"")
+	for i, b := range blobFlags {
+		fs.StringVar(&f.blobURLs[i], b.name, "", "`URL` of the container (or folder of one, ?prefix=) that holds "+b.folder+"/: file://, azblob://, s3:// or gs://; default the folder in -data")
+	}
 	fs.StringVar(&f.index, "index", "", "the search `index`: fts (a SQLite file in -data), postgres (tables beside the store's, shared by every process on it), or a postgres:// URL of a database of its own; default fts with the SQLite store, postgres with a PostgreSQL one")
 }
 
@@ -199,6 +215,14 @@ func (f *serviceFlags) check() error {
 			return flagError("reindex-schedule", "%q: %v (or %q)", f.reindexAt, err, pipeline.NoSchedule)
 		}
 	}
+	for i, b := range blobFlags {
+		if f.blobURLs[i] == "" {
+			continue
+		}
+		if err := blob.CheckURL(f.blobURLs[i]); err != nil {
+			return flagError(b.name, "%v", err)
+		}
+	}
 	if f.llmURL != "" && !ingest.HTTPURL(f.llmURL) {
 		return flagError("llm-url", "%q: want an http:// or https:// URL with a host (…/v1)", redact.URL(f.llmURL))
 	}
@@ -234,6 +258,7 @@ func (f *serviceFlags) config(logger *slog.Logger) ingest.Config {
 	}
 	index, indexURL := f.indexChoice()
 	return ingest.Config{DataDir: f.store.data, StoreURL: f.store.url, Schema: f.store.schema, Logger: logger, Index: index, IndexURL: indexURL,
+		IncomingURL: f.blobURLs[0], ProcessedURL: f.blobURLs[1], FailedURL: f.blobURLs[2],
 		LLM: extract.LLMConfig{URL: f.llmURL, Model: f.llmModel, APIKey: f.llmKey},
 		Pipeline: pipeline.Config{ID: f.id, Workers: f.workers,
 			Parse: stages[0], Extract: stages[1], Save: stages[2], IndexStage: stages[3],
@@ -261,6 +286,14 @@ func (f *serviceFlags) open(ctx context.Context, mode openMode, cfg ingest.Confi
 	if err != nil {
 		if svc.db != nil {
 			svc.db.Close()
+		}
+		var bad *blob.SettingError
+		if errors.As(err, &bad) {
+			for _, b := range blobFlags {
+				if b.setting == bad.Setting {
+					return nil, flagError(b.name, "%v", bad.Err)
+				}
+			}
 		}
 		return nil, err
 	}

@@ -62,6 +62,36 @@ func NATS(t testing.TB) string {
 	return natsService.need(t, os.Getenv)
 }
 
+// Azurite returns the URL of the test Azure Blob Storage API server, its
+// blob endpoint with the account (http://127.0.0.1:10000/devstoreaccount1,
+// Azurite's well-known account; WEIR_TEST_AZURITE_URL overrides it), or
+// skips the test (fails it under WEIR_REQUIRE_SERVICES=1) when it does
+// not answer. It sets AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY, which
+// gocloud.dev's azblob:// URLs take their credentials from, to the
+// well-known account's, unless they are set.
+func Azurite(t testing.TB) string {
+	t.Helper()
+	u := service{
+		name:        "Azurite (the Azure Blob Storage API)",
+		env:         "WEIR_TEST_AZURITE_URL",
+		defaultURL:  "http://127.0.0.1:10000/" + AzuriteAccount,
+		defaultPort: "10000",
+	}.need(t, os.Getenv)
+	for k, v := range map[string]string{"AZURE_STORAGE_ACCOUNT": AzuriteAccount, "AZURE_STORAGE_KEY": AzuriteKey} {
+		if os.Getenv(k) == "" {
+			os.Setenv(k, v)
+		}
+	}
+	return u
+}
+
+// AzuriteAccount and AzuriteKey are Azurite's well-known account and its
+// key (public, in Azurite's documentation).
+const (
+	AzuriteAccount = "devstoreaccount1"
+	AzuriteKey     = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+
 // need returns the service's URL if it answers, and otherwise skips or
 // fails t. getenv reads the environment; tests pass a fake.
 func (s service) need(t testing.TB, getenv func(string) string) string {
