@@ -388,23 +388,30 @@ func TestSuccessPathDoesNotAllocate(t *testing.T) {
 	}
 }
 
+// drawConfig draws a policy's configuration: up to maxAttempts attempts,
+// a TTL up to maxTTL (0: none), and a backoff of any jitter whose base and
+// cap are up to maxBase and maxCap.
+func drawConfig(rt *rapid.T, maxAttempts int, maxTTL, maxBase, maxCap time.Duration) retry.Config {
+	return retry.Config{
+		MaxAttempts: rapid.IntRange(1, maxAttempts).Draw(rt, "maxAttempts"),
+		TTL:         time.Duration(rapid.Int64Range(0, int64(maxTTL)).Draw(rt, "ttl")),
+		Backoff: backoff.Backoff{
+			Base:   time.Duration(rapid.Int64Range(1, int64(maxBase)).Draw(rt, "base")),
+			Factor: rapid.Float64Range(1, 4).Draw(rt, "factor"),
+			Cap:    time.Duration(rapid.Int64Range(1, int64(maxCap)).Draw(rt, "cap")),
+			Jitter: backoff.JitterMode(rapid.IntRange(0, 5).Draw(rt, "jitter")),
+		},
+	}
+}
+
 // The policy's promises hold for any schedule, TTL and failure pattern:
 // it never runs more than MaxAttempts times, never lets the clock pass the
 // TTL while waiting, and gives up for the reason that matches what happened.
 func TestPropertyPolicyBounds(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		clk := clock.NewFake(t0)
-		cfg := retry.Config{
-			MaxAttempts: rapid.IntRange(1, 12).Draw(rt, "maxAttempts"),
-			TTL:         time.Duration(rapid.Int64Range(0, int64(10*time.Minute)).Draw(rt, "ttl")),
-			Backoff: backoff.Backoff{
-				Base:   time.Duration(rapid.Int64Range(1, int64(time.Minute)).Draw(rt, "base")),
-				Factor: rapid.Float64Range(1, 4).Draw(rt, "factor"),
-				Cap:    time.Duration(rapid.Int64Range(1, int64(5*time.Minute)).Draw(rt, "cap")),
-				Jitter: backoff.JitterMode(rapid.IntRange(0, 5).Draw(rt, "jitter")),
-			},
-			Rand: func() float64 { return 0.999 },
-		}
+		cfg := drawConfig(rt, 12, 10*time.Minute, time.Minute, 5*time.Minute)
+		cfg.Rand = func() float64 { return 0.999 }
 		var retried []time.Duration
 		cfg.OnRetry = func(e retry.Event) { retried = append(retried, e.Delay) }
 		p := newPolicy(rt, clk, cfg)

@@ -125,16 +125,7 @@ func TestBackoffWaitPastTheContextDeadlineGivesUpAtOnce(t *testing.T) {
 func TestPropertyRetryNeverStartsBeforeTheHint(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		clk := clock.NewFake(t0)
-		cfg := retry.Config{
-			MaxAttempts: rapid.IntRange(1, 10).Draw(rt, "maxAttempts"),
-			TTL:         time.Duration(rapid.Int64Range(0, int64(time.Hour)).Draw(rt, "ttl")),
-			Backoff: backoff.Backoff{
-				Base:   time.Duration(rapid.Int64Range(1, int64(10*time.Second)).Draw(rt, "base")),
-				Factor: rapid.Float64Range(1, 4).Draw(rt, "factor"),
-				Cap:    time.Duration(rapid.Int64Range(1, int64(2*time.Minute)).Draw(rt, "cap")),
-				Jitter: backoff.JitterMode(rapid.IntRange(0, 5).Draw(rt, "jitter")),
-			},
-		}
+		cfg := drawConfig(rt, 10, time.Hour, 10*time.Second, 2*time.Minute)
 		us := rapid.SliceOfN(rapid.Float64Range(0, 0.999999), 10, 10).Draw(rt, "u")
 		draws := 0
 		cfg.Rand = func() float64 { draws++; return us[(draws-1)%len(us)] }
