@@ -716,6 +716,8 @@ func TestNewValidates(t *testing.T) {
 		{"negative MaxBufferedBody", transport.Config{MaxBufferedBody: -1}, "MaxBufferedBody"},
 		{"bad retry config", transport.Config{Retry: retry.Config{MaxAttempts: -1}}, "Retry"},
 		{"bad backoff", transport.Config{Retry: retry.Config{Backoff: backoff.Backoff{Factor: 0.5}}}, "factor"},
+		{"negative MaxRetryAfter", transport.Config{MaxRetryAfter: -time.Second}, "MaxRetryAfter"},
+		{"two different MaxRetryAfter limits", transport.Config{MaxRetryAfter: time.Minute, Retry: retry.Config{MaxRetryAfter: time.Hour}}, "MaxRetryAfter"},
 	} {
 		if _, err := transport.New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: New returned %v, want an error naming %s", tc.name, err, tc.want)
