@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
+	"reflect"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -247,26 +249,15 @@ func (c *consumer) delivery(d amqp.Delivery) broker.Delivery {
 }
 
 // attempt returns the delivery's number: RabbitMQ's x-delivery-count, the
-// deliveries that went back to the queue before, plus one.
+// deliveries that went back to the queue before, plus one. The server
+// sends it as a signed integer; any integer type is read.
 func attempt(h amqp.Table) int {
 	var n int64
-	switch v := h["x-delivery-count"].(type) {
-	case int64:
-		n = v
-	case int32:
-		n = int64(v)
-	case int16:
-		n = int64(v)
-	case int8:
-		n = int64(v)
-	case int:
-		n = int64(v)
-	case uint8:
-		n = int64(v)
-	case uint16:
-		n = int64(v)
-	case uint32:
-		n = int64(v)
+	switch v := reflect.ValueOf(h["x-delivery-count"]); {
+	case v.CanInt():
+		n = v.Int()
+	case v.CanUint():
+		n = int64(min(v.Uint(), math.MaxInt64))
 	}
 	return int(max(n, 0)) + 1
 }

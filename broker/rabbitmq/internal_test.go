@@ -41,6 +41,8 @@ func TestAttemptFromDeliveryCount(t *testing.T) {
 		{amqp.Table{"x-delivery-count": int64(0)}, 1},
 		{amqp.Table{"x-delivery-count": int64(2)}, 3},
 		{amqp.Table{"x-delivery-count": int32(4)}, 5},
+		{amqp.Table{"x-delivery-count": int8(1)}, 2},
+		{amqp.Table{"x-delivery-count": uint16(6)}, 7},
 		{amqp.Table{"x-delivery-count": int64(-1)}, 1},
 		{amqp.Table{"x-delivery-count": "7"}, 1},
 	} {
