@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"slices"
 	"strings"
@@ -131,16 +132,11 @@ func TestCompleteLateInCallersTransaction(t *testing.T) {
 	ctx := context.Background()
 	s := migratedTemp(t)
 	j := claimed(t, s.Executor(), store.InsertParams{Kind: "k", DeadlineAt: t0}, "w")
-	tx, err := s.DB().BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := s.Tx(tx).CompleteLate(ctx, t0.Add(time.Minute), store.LeaseOf(j)); err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Rollback(); err != nil {
-		t.Fatal(err)
-	}
+	inRolledBackTx(t, s, func(_ *sql.Tx, ex store.Executor) {
+		if _, _, err := ex.CompleteLate(ctx, t0.Add(time.Minute), store.LeaseOf(j)); err != nil {
+			t.Fatal(err)
+		}
+	})
 	ex := s.Executor()
 	if got := mustGet(t, s, j.ID); got.State != weirtype.StateRunning || len(got.Errors) != 0 {
 		t.Fatalf("after rollback: %+v", *got)

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"slices"
 	"strings"
@@ -229,45 +230,37 @@ func TestLifecycleInCallersTransaction(t *testing.T) {
 	s := migratedTemp(t)
 	j := claimed(t, s.Executor(), store.InsertParams{Kind: "k"}, "w")
 
-	tx, err := s.DB().BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Tx(tx).Complete(ctx, t0, store.LeaseOf(j)); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := s.Tx(tx).GetJob(ctx, j.ID); err != nil || got.State != weirtype.StateCompleted {
-		t.Fatalf("in the transaction: %+v, %v", got, err)
-	}
-	if err := tx.Rollback(); err != nil {
-		t.Fatal(err)
-	}
+	inRolledBackTx(t, s, func(_ *sql.Tx, ex store.Executor) {
+		if _, err := ex.Complete(ctx, t0, store.LeaseOf(j)); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := ex.GetJob(ctx, j.ID); err != nil || got.State != weirtype.StateCompleted {
+			t.Fatalf("in the transaction: %+v, %v", got, err)
+		}
+	})
 	if got := mustGet(t, s, j.ID); got.State != weirtype.StateRunning || got.LeaseOwner != "w" {
 		t.Fatalf("after rollback: %+v", *got)
 	}
 
-	tx, err = s.DB().BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, "CREATE TABLE app_notes (note TEXT)"); err != nil {
-		t.Fatal(err)
-	}
-	// The dead letter's write fails after the job's update succeeded.
-	if _, err := tx.ExecContext(ctx, "DROP TABLE weir_dead_letters"); err != nil {
-		t.Fatal(err)
-	}
-	_, err = s.Tx(tx).Fail(ctx, store.FailParams{Now: t0, Lease: store.LeaseOf(j), Abandon: weirtype.AbandonPermanent})
-	if err == nil || !strings.Contains(err.Error(), "dead letter") {
-		t.Fatalf("fail without a dead-letter table: %v", err)
-	}
-	if got, err := s.Tx(tx).GetJob(ctx, j.ID); err != nil || got.State != weirtype.StateRunning || len(got.Errors) != 0 {
-		t.Fatalf("after the failed call, in the transaction: %+v, %v", got, err)
-	}
-	if _, err := tx.ExecContext(ctx, "INSERT INTO app_notes VALUES ('kept')"); err != nil {
-		t.Fatalf("the caller's transaction after the failed call: %v", err)
-	}
+	inRolledBackTx(t, s, func(tx *sql.Tx, ex store.Executor) {
+		if _, err := tx.ExecContext(ctx, "CREATE TABLE app_notes (note TEXT)"); err != nil {
+			t.Fatal(err)
+		}
+		// The dead letter's write fails after the job's update succeeded.
+		if _, err := tx.ExecContext(ctx, "DROP TABLE weir_dead_letters"); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ex.Fail(ctx, store.FailParams{Now: t0, Lease: store.LeaseOf(j), Abandon: weirtype.AbandonPermanent})
+		if err == nil || !strings.Contains(err.Error(), "dead letter") {
+			t.Fatalf("fail without a dead-letter table: %v", err)
+		}
+		if got, err := ex.GetJob(ctx, j.ID); err != nil || got.State != weirtype.StateRunning || len(got.Errors) != 0 {
+			t.Fatalf("after the failed call, in the transaction: %+v, %v", got, err)
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO app_notes VALUES ('kept')"); err != nil {
+			t.Fatalf("the caller's transaction after the failed call: %v", err)
+		}
+	})
 }
 
 func mustGet(t *testing.T, s *sqlite.Store, id int64) *weirtype.Job {

@@ -42,6 +42,21 @@ func migratedTemp(t *testing.T) *sqlite.Store {
 	return s
 }
 
+// inRolledBackTx runs fn in a caller's transaction on s's database, with
+// an Executor bound to it, then rolls the transaction back.
+func inRolledBackTx(t *testing.T, s *sqlite.Store, fn func(tx *sql.Tx, ex store.Executor)) {
+	t.Helper()
+	tx, err := s.DB().BeginTx(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	fn(tx, s.Tx(tx))
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func harness() storetest.Harness {
 	return storetest.Harness{
 		SimSeed: os.Getenv(storetest.SimSeedEnv),
@@ -417,29 +432,29 @@ func TestTxExecutorReadsItsOwnWrites(t *testing.T) {
 	ctx := context.Background()
 	s := migratedTemp(t)
 	now := time.Date(2026, 1, 21, 15, 30, 0, 0, time.UTC)
-	tx, err := s.DB().BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	res, err := s.Tx(tx).Insert(ctx, now, []store.InsertParams{{Kind: "k"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Tx(tx).GetJob(ctx, res[0].Job.ID); err != nil {
-		t.Fatalf("GetJob in the transaction: %v", err)
-	}
-	// Outside the transaction the uncommitted job does not exist.
-	if _, err := s.Executor().GetJob(ctx, res[0].Job.ID); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("GetJob outside the open transaction = %v, want ErrNotFound", err)
-	}
-	if err := tx.Rollback(); err != nil {
-		t.Fatal(err)
-	}
+	var (
+		res  []store.InsertResult
+		done *sql.Tx // rolled back when inRolledBackTx returns
+	)
+	inRolledBackTx(t, s, func(tx *sql.Tx, ex store.Executor) {
+		done = tx
+		var err error
+		res, err = ex.Insert(ctx, now, []store.InsertParams{{Kind: "k"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ex.GetJob(ctx, res[0].Job.ID); err != nil {
+			t.Fatalf("GetJob in the transaction: %v", err)
+		}
+		// Outside the transaction the uncommitted job does not exist.
+		if _, err := s.Executor().GetJob(ctx, res[0].Job.ID); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("GetJob outside the open transaction = %v, want ErrNotFound", err)
+		}
+	})
 	if _, err := s.Executor().GetJob(ctx, res[0].Job.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("GetJob after rollback = %v, want ErrNotFound", err)
 	}
-	if _, err := s.Tx(tx).Insert(ctx, now, []store.InsertParams{{Kind: "k"}}); !errors.Is(err, sql.ErrTxDone) {
+	if _, err := s.Tx(done).Insert(ctx, now, []store.InsertParams{{Kind: "k"}}); !errors.Is(err, sql.ErrTxDone) {
 		t.Fatalf("insert in a finished transaction = %v, want sql.ErrTxDone", err)
 	}
 }
