@@ -26,6 +26,7 @@ import (
 	"github.com/weirhq/weir/ingest/pipeline"
 	"github.com/weirhq/weir/ingest/search/fts"
 	"github.com/weirhq/weir/internal/crashpoint"
+	"github.com/weirhq/weir/internal/eventually"
 )
 
 // TestIngestKillRestartReindex runs `weir run` on the sample corpus
@@ -67,16 +68,11 @@ func TestIngestKillRestartReindex(t *testing.T) {
 	// Restart: the same id takes its jobs back at once.
 	second := start(t, bin, runArgs)
 	waitHTTP(t, addr, 20*time.Second)
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
+	if why, ok := eventually.Wait(3*time.Minute, func() (bool, string) {
 		st := status(t, addr)
-		if st.Documents["saved"] == len(want.docs) && st.Indexed == len(want.docs) && st.Files["failed"] == len(want.poison) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not done after 3 minutes: %+v; log:\n%s", st, second.log())
-		}
-		time.Sleep(200 * time.Millisecond)
+		return st.Documents["saved"] == len(want.docs) && st.Indexed == len(want.docs) && st.Files["failed"] == len(want.poison), fmt.Sprintf("%+v", st)
+	}); !ok {
+		t.Fatalf("not done after 3 minutes: %s; log:\n%s", why, second.log())
 	}
 	// Searchable through the API: one hit per document for a word of
 	// one theme.
@@ -376,20 +372,14 @@ func countLines(t *testing.T, bin, data string) int {
 
 func waitHTTP(t *testing.T, addr string, d time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
+	eventually.True(t, "weir run answering /readyz on "+addr, d, func() (bool, string) {
 		resp, err := http.Get("http://" + addr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+		if err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("weir run did not answer on %s within %v: %v", addr, d, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
 }
 
 func openIndex(t *testing.T, data string) *fts.Index {

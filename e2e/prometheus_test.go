@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirhq/weir/internal/eventually"
 	"github.com/weirhq/weir/internal/testenv"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/store/sqlite"
@@ -82,32 +83,28 @@ scrape_configs:
 
 	// Poll the alerts until StuckDocumentsWarning fires for the kind.
 	began := time.Now()
-	deadline := began.Add(60 * time.Second)
-	var last string
-	for {
+	var found alert
+	last, ok := eventually.Wait(60*time.Second, func() (bool, string) {
 		body, err := getBody("http://" + promAddr + "/api/v1/alerts")
-		if err == nil {
-			last = body
-			if a, ok := firing(t, body, "StuckDocumentsWarning", stuckKind); ok {
-				t.Logf("StuckDocumentsWarning firing after %v: labels %v, value %s",
-					time.Since(began).Round(100*time.Millisecond), a.Labels, a.Value)
-				v, err := strconv.ParseFloat(a.Value, 64)
-				if a.Labels["severity"] != "warning" || a.Labels["job"] != "weir" || err != nil || v != stuckThreshold+1 {
-					t.Errorf("the alert has labels %v and value %s; want severity warning, job weir, value %d",
-						a.Labels, a.Value, stuckThreshold+1)
-				}
-				return
-			}
-		} else {
-			last = err.Error()
+		if err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			targets, _ := getBody("http://" + promAddr + "/api/v1/targets")
-			metrics, _ := getBody("http://" + weirAddr + "/metrics")
-			t.Fatalf("StuckDocumentsWarning for %s not firing after 60s\nalerts: %s\ntargets: %s\nweir's stuck gauge:\n%s\nprometheus log:\n%s\nweir log:\n%s",
-				stuckKind, last, targets, grepLines(metrics, "retry_job_stuck_documents"), prom.log(), weir.log())
-		}
-		time.Sleep(250 * time.Millisecond)
+		a, ok := firing(t, body, "StuckDocumentsWarning", stuckKind)
+		found = a
+		return ok, body
+	})
+	if !ok {
+		targets, _ := getBody("http://" + promAddr + "/api/v1/targets")
+		metrics, _ := getBody("http://" + weirAddr + "/metrics")
+		t.Fatalf("StuckDocumentsWarning for %s not firing after 60s\nalerts: %s\ntargets: %s\nweir's stuck gauge:\n%s\nprometheus log:\n%s\nweir log:\n%s",
+			stuckKind, last, targets, grepLines(metrics, "retry_job_stuck_documents"), prom.log(), weir.log())
+	}
+	t.Logf("StuckDocumentsWarning firing after %v: labels %v, value %s",
+		time.Since(began).Round(100*time.Millisecond), found.Labels, found.Value)
+	v, err := strconv.ParseFloat(found.Value, 64)
+	if found.Labels["severity"] != "warning" || found.Labels["job"] != "weir" || err != nil || v != stuckThreshold+1 {
+		t.Errorf("the alert has labels %v and value %s; want severity warning, job weir, value %d",
+			found.Labels, found.Value, stuckThreshold+1)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/weirhq/weir/internal/eventually"
 )
 
 // `weir run -otlp-endpoint` sends its spans over OTLP/HTTP: a collector
@@ -40,15 +42,8 @@ func TestRunExportsSpans(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeAtomic(t, filepath.Join(in, "a.txt"), "Spans follow this document through every stage.")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if st := status(t, addr); st.Indexed == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the document was not indexed; log:\n%s", p.log())
-		}
-		time.Sleep(100 * time.Millisecond)
+	if _, ok := eventually.Wait(30*time.Second, func() (bool, string) { return status(t, addr).Indexed == 1, "" }); !ok {
+		t.Fatalf("the document was not indexed; log:\n%s", p.log())
 	}
 	// Stopping flushes the last batch of spans.
 	if err := p.stop(); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/weirhq/weir/internal/eventually"
 	"github.com/weirhq/weir/internal/testenv"
 )
 
@@ -72,16 +73,11 @@ func TestUIRequeueDeadLetter(t *testing.T) {
 		}
 	}
 	var dls []deadLetter
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	if _, ok := eventually.Wait(15*time.Second, func() (bool, string) {
 		dls = listDeadLetters(t, base)
-		if len(dls) == len(poison) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d dead letters after 15s, want %d (one per poison file); log:\n%s", len(dls), len(poison), weir.log())
-		}
-		time.Sleep(100 * time.Millisecond)
+		return len(dls) == len(poison), ""
+	}); !ok {
+		t.Fatalf("%d dead letters after 15s, want %d (one per poison file); log:\n%s", len(dls), len(poison), weir.log())
 	}
 	target := dls[len(dls)/2]
 	before := getJob(t, base, target.JobID)
@@ -199,20 +195,12 @@ func TestUIRequeueDeadLetter(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("GET dead letter %d after the requeue: %s %s, want 404", target.ID, resp.Status, body)
 	}
-	deadline = time.Now().Add(10 * time.Second)
-	for {
+	// Requeued: waiting or running again, or already failed once more (a
+	// poison file fails every attempt), which adds to its errors.
+	eventually.True(t, fmt.Sprintf("job %d requeued", target.JobID), 10*time.Second, func() (bool, string) {
 		j := getJob(t, base, target.JobID)
-		// Requeued: waiting or running again, or already failed once more
-		// (a poison file fails every attempt), which adds to its errors.
-		if j.State != "dead" || len(j.Errors) > len(before.Errors) {
-			t.Logf("job %d after the requeue: %s with %d errors (was dead with %d)", j.ID, j.State, len(j.Errors), len(before.Errors))
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %d still dead with %d errors 10s after the requeue: not requeued", j.ID, len(j.Errors))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return j.State != "dead" || len(j.Errors) > len(before.Errors), fmt.Sprintf("still %s with %d errors (was dead with %d)", j.State, len(j.Errors), len(before.Errors))
+	})
 	left := listDeadLetters(t, base)
 	for _, d := range left {
 		if d.ID == target.ID {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/internal/crashpoint"
+	"github.com/weirhq/weir/internal/eventually"
 )
 
 // TestRestartUpdateAndFileModes runs `weir run` with no -id (the default
@@ -56,26 +57,18 @@ func TestRestartUpdateAndFileModes(t *testing.T) {
 	began := time.Now()
 	second := start(t, bin, args)
 	waitHTTP(t, addr, 20*time.Second)
-	for {
+	if why, ok := eventually.Wait(40*time.Second, func() (bool, string) {
 		st := status(t, addr)
-		if st.Documents["saved"] == len(notes) && st.Indexed == len(notes) {
-			break
-		}
-		if time.Since(began) > 40*time.Second {
-			t.Fatalf("the restart has not finished after %v (%+v): it waits for the killed run's leases; log:\n%s", time.Since(began), st, second.log())
-		}
-		time.Sleep(100 * time.Millisecond)
+		return st.Documents["saved"] == len(notes) && st.Indexed == len(notes), fmt.Sprintf("%+v", st)
+	}); !ok {
+		t.Fatalf("the restart has not finished after %v (%s): it waits for the killed run's leases; log:\n%s", time.Since(began), why, second.log())
 	}
 	t.Logf("the restart finished the killed run's work in %v", time.Since(began).Round(10*time.Millisecond))
 
 	// An update of a file replaces its document.
 	write("notes/n03.txt", "Note 3 now tells of the kingfisher by the sluice.")
-	deadline := time.Now().Add(20 * time.Second)
-	for len(apiSearch(t, addr, "kingfisher")) != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the new version is not searchable; log:\n%s", second.log())
-		}
-		time.Sleep(100 * time.Millisecond)
+	if _, ok := eventually.Wait(20*time.Second, func() (bool, string) { return len(apiSearch(t, addr, "kingfisher")) == 1, "" }); !ok {
+		t.Fatalf("the new version is not searchable; log:\n%s", second.log())
 	}
 	if hits := apiSearch(t, addr, `"week 3"`); len(hits) != 0 {
 		t.Errorf("the old version is still searchable: %+v", hits)

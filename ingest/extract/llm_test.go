@@ -287,21 +287,24 @@ func TestLLMHonoursRetryAfter(t *testing.T) {
 // drive advances clk to each retry wait until done has a result.
 func drive(t *testing.T, clk *clock.Fake, done <-chan result) result {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	timeout := time.After(10 * time.Second)
+	for {
+		// Taken before the timers are counted, so that a timer made in
+		// between is not missed.
+		changed := clk.Changed()
+		if clk.Timers() > 0 {
+			clk.AdvanceToNextTimer()
+			continue
+		}
 		select {
 		case res := <-done:
 			return res
-		default:
-		}
-		if clk.Timers() > 0 {
-			clk.AdvanceToNextTimer()
-		} else {
-			time.Sleep(time.Millisecond)
+		case <-changed:
+		case <-timeout:
+			t.Fatal("Extract did not return")
+			return result{}
 		}
 	}
-	t.Fatal("Extract did not return")
-	return result{}
 }
 
 func TestLLMBreakerOpensAndFailsFast(t *testing.T) {

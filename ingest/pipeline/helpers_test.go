@@ -17,6 +17,7 @@ import (
 	"github.com/weirhq/weir/ingest/extract"
 	"github.com/weirhq/weir/ingest/pipeline"
 	"github.com/weirhq/weir/ingest/search/fts"
+	"github.com/weirhq/weir/internal/eventually"
 	"github.com/weirhq/weir/internal/testenv"
 	"github.com/weirhq/weir/resilience/backoff"
 	"github.com/weirhq/weir/store"
@@ -236,17 +237,7 @@ func corpusFiles(t *testing.T, folder string, n int) []string {
 // what cond last said.
 func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v, still waiting for %s: %s", timeout, what, state)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventually.True(t, what, timeout, cond)
 }
 
 // count runs a count query on the application's tables.
