@@ -39,11 +39,11 @@ func TestJobsPauseAndResume(t *testing.T) {
 		t.Fatalf("jobs paused -json: exit %d, %+v, %v:\n%s", code, rec, err, out)
 	}
 
-	code, out, errOut = f.run("jobs", "pause", "-queue", "docs", "-kind", "extrct")
+	code, _, errOut = f.run("jobs", "pause", "-queue", "docs", "-kind", "extrct")
 	want(t, "jobs pause of a mistyped kind", code, 1, errOut, `queue "docs" has no job of kind "extrct"`)
-	code, out, errOut = f.run("jobs", "pause", "-kind", "extract")
+	code, _, errOut = f.run("jobs", "pause", "-kind", "extract")
 	want(t, "jobs pause without a queue", code, 2, errOut, "-queue")
-	code, out, errOut = f.run("jobs", "resume", "-queue", "docs", "-cause", "whim")
+	code, _, errOut = f.run("jobs", "resume", "-queue", "docs", "-cause", "whim")
 	want(t, "jobs resume of an unknown cause", code, 2, errOut, "want operator, breaker or retry_after")
 
 	code, out, errOut = f.run("jobs", "resume", "-queue", "docs", "-kind", "extract")
@@ -51,7 +51,7 @@ func TestJobsPauseAndResume(t *testing.T) {
 	if n := claimDocs(); n != 1 {
 		t.Fatalf("claimed %d jobs after the resume, want 1", n)
 	}
-	code, out, errOut = f.run("jobs", "resume", "-queue", "docs", "-kind", "extract")
+	code, _, errOut = f.run("jobs", "resume", "-queue", "docs", "-kind", "extract")
 	want(t, "jobs resume of what is not paused", code, 1, errOut, "kind extract of queue docs is not paused")
 	code, out, errOut = f.run("jobs", "paused")
 	want(t, "jobs paused with none", code, 0, out+errOut, "no pauses")
