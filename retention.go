@@ -155,14 +155,7 @@ func (c *Client) purgeKind(ctx context.Context, kind string, keep time.Duration,
 func (c *Client) retentionLoop() {
 	defer c.loopsWG.Done()
 	for {
-		ctx, cancel := context.WithCancel(c.loopsCtx)
-		go func() {
-			select {
-			case <-c.loopsStop:
-				cancel() // Stop does not wait for a sweep
-			case <-ctx.Done():
-			}
-		}()
+		ctx, cancel := c.untilStop()
 		res, err := c.SweepRetention(ctx)
 		cancel()
 		if err != nil {

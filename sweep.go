@@ -198,14 +198,7 @@ func (c *Client) sweepLoop() {
 			return
 		case <-t.C():
 		}
-		ctx, cancel := context.WithCancel(c.loopsCtx)
-		go func() {
-			select {
-			case <-c.loopsStop:
-				cancel() // Stop does not wait for a sweep
-			case <-ctx.Done():
-			}
-		}()
+		ctx, cancel := c.untilStop()
 		res, err := c.SweepStuck(ctx)
 		cancel()
 		if err != nil {
@@ -216,6 +209,21 @@ func (c *Client) sweepLoop() {
 				"max_retries_exceeded", sum(res.MaxRetriesExceeded), "waiting", sum(res.Waiting))
 		}
 	}
+}
+
+// untilStop is the context of one run of a loop's work (a sweep, a
+// listen): it ends when Stop begins (Stop does not wait for it) or when
+// cancel is called.
+func (c *Client) untilStop() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(c.loopsCtx)
+	go func() {
+		select {
+		case <-c.loopsStop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 func sum(m map[string]int) int {
@@ -233,14 +241,7 @@ func sum(m map[string]int) int {
 func (c *Client) listenLoop(n store.Notifier) {
 	defer c.loopsWG.Done()
 	for failures := 0; ; {
-		ctx, cancel := context.WithCancel(c.loopsCtx)
-		go func() {
-			select {
-			case <-c.loopsStop:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
+		ctx, cancel := c.untilStop()
 		err := n.Listen(ctx, func() { failures = 0 }, c.wake)
 		stopped := ctx.Err() != nil
 		cancel()

@@ -4,7 +4,7 @@
 // paths under /api/admin/ (mount it there).
 //
 //	GET  /api/admin/jobs                      jobs, newest first, filtered; keyset pages (before)
-//	GET  /api/admin/jobs/{id}                 a job with its error history
+//	GET  /api/admin/jobs/{id}                 a job with its error history, progress and output
 //	POST /api/admin/jobs/{id}/retry           run a job again (store.Operator.RetryJob)
 //	POST /api/admin/jobs/{id}/cancel          cancel a job
 //	POST /api/admin/jobs/retry                retry jobs by id, {"ids": [...]}

@@ -435,21 +435,25 @@ func (e executor) CompleteMany(ctx context.Context, now time.Time, leases []stor
 	if err != nil {
 		return nil, dbError(op, err)
 	}
-	// Lost are the jobs not completed: a job named under several leases,
-	// one of them held, is completed and not lost.
+	return notDone(leases, done), nil
+}
+
+// notDone returns the ids of the jobs of leases that are not among done,
+// the jobs a statement completed, in the order of leases, each once: a
+// job named under several leases, one of them held, is done.
+func notDone(leases []store.Lease, done []int64) []int64 {
 	completed := make(map[int64]bool, len(done))
 	for _, id := range done {
 		completed[id] = true
 	}
-	reported := make(map[int64]bool)
 	var lost []int64
 	for _, l := range leases {
-		if !completed[l.ID] && !reported[l.ID] {
-			reported[l.ID] = true
+		if !completed[l.ID] {
+			completed[l.ID] = true // reported once
 			lost = append(lost, l.ID)
 		}
 	}
-	return lost, nil
+	return lost
 }
 
 // Fail records a failed attempt of the job of a lease still held; see

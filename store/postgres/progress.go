@@ -94,16 +94,5 @@ func (e executor) CompleteOutputs(ctx context.Context, now time.Time, cs []store
 	if err != nil {
 		return nil, dbError(op, err)
 	}
-	completed := make(map[int64]bool, len(done))
-	for _, id := range done {
-		completed[id] = true
-	}
-	var lost []int64
-	for _, l := range leases {
-		if !completed[l.ID] {
-			completed[l.ID] = true // reported once
-			lost = append(lost, l.ID)
-		}
-	}
-	return lost, nil
+	return notDone(leases, done), nil
 }

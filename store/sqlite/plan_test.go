@@ -27,7 +27,6 @@ import (
 // and the completion of many look jobs up by id.
 func TestLifecycleQueriesUseIndexes(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	s := migratedStore(t)
 	// The statements that must look jobs up by id.
 	const byID = "SEARCH weir_jobs USING INTEGER PRIMARY KEY (rowid=?)"
@@ -105,20 +104,7 @@ func TestLifecycleQueriesUseIndexes(t *testing.T) {
 		{"retry a final job", retryFinalJob, []any{1, "{}", 1, "dead"}},
 	}
 	for _, q := range queries {
-		rows, err := s.write.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q.sql, q.args...)
-		if err != nil {
-			t.Fatalf("%s: %v", q.name, err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, notused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
+		plan := queryPlan(t, s, q.name, q.sql, q.args...)
 		for _, step := range plan {
 			if strings.HasPrefix(step, "SCAN weir_") && !slices.Contains(walks[q.name], step) {
 				t.Errorf("%s scans a table:\n%s", q.name, strings.Join(plan, "\n"))

@@ -13,7 +13,6 @@ import (
 // whatever the table holds; none scans the table.
 func TestRetentionQueriesUseTheirIndex(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	s := migratedStore(t)
 	for _, q := range []struct {
 		name, sql string
@@ -24,20 +23,7 @@ func TestRetentionQueriesUseTheirIndex(t *testing.T) {
 		{"kinds", finalJobKinds, nil, "SEARCH weir_jobs USING INDEX weir_jobs_finalized (kind>?)"},
 		{"lease", takeSweepLease, []any{"retention", "p", 2, 1}, ""},
 	} {
-		rows, err := s.write.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q.sql, q.args...)
-		if err != nil {
-			t.Fatalf("%s: %v", q.name, err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, notused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
+		plan := queryPlan(t, s, q.name, q.sql, q.args...)
 		for _, step := range plan {
 			if strings.HasPrefix(step, "SCAN weir_jobs") && !strings.Contains(step, "weir_jobs_finalized") {
 				t.Errorf("%s scans the jobs table:\n%s", q.name, strings.Join(plan, "\n"))
@@ -48,4 +34,28 @@ func TestRetentionQueriesUseTheirIndex(t *testing.T) {
 		}
 		t.Logf("%s:\n\t%s", q.name, strings.Join(plan, "\n\t"))
 	}
+}
+
+// queryPlan returns the steps of SQLite's plan of the statement q, named
+// name, with args.
+func queryPlan(t *testing.T, s *Store, name, q string, args ...any) []string {
+	t.Helper()
+	rows, err := s.write.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return plan
 }
