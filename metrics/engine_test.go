@@ -7,3 +7,7 @@ import (
 
 // The engine reports through weir.Metrics, which *Metrics implements.
 var _ weir.Metrics = (*metrics.Metrics)(nil)
+
+// It counts the jobs the retention sweep deletes, through the optional
+// weir.RetentionMetrics.
+var _ weir.RetentionMetrics = (*metrics.Metrics)(nil)
