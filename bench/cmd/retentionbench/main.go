@@ -13,6 +13,12 @@
 // not run (weir.KeepJobs): the same flow without retention, for
 // comparison.
 //
+// On PostgreSQL, deleted and updated rows take space until VACUUM reclaims
+// it. A production server's autovacuum does; a test server often runs
+// with it off, so -vacuum (on by default) vacuums weir_jobs after each
+// round, as autovacuum would. With -vacuum=false on such a server the
+// rows stay bounded and the size grows with the dead rows.
+//
 //	go run ./cmd/retentionbench -store sqlite -jobs 1000000
 //	go run ./cmd/retentionbench -store postgres -jobs 1000000
 package main
@@ -48,6 +54,7 @@ type settings struct {
 	keep       bool
 	backlog    int
 	probeTimes int
+	vacuum     bool
 }
 
 func main() {
@@ -61,6 +68,7 @@ func main() {
 	flag.BoolVar(&s.keep, "keep", false, "keep every job (weir.KeepJobs): the flow without retention, for comparison")
 	flag.IntVar(&s.backlog, "backlog", 1000, "jobs waiting in the probe queue while claims are timed")
 	flag.IntVar(&s.probeTimes, "probes", 200, "claims timed at each measurement")
+	flag.BoolVar(&s.vacuum, "vacuum", true, "PostgreSQL: VACUUM weir_jobs after each round, as autovacuum does")
 	flag.Parse()
 	switch {
 	case s.store != "sqlite" && s.store != "postgres":
@@ -81,7 +89,9 @@ type bench struct {
 	ex    store.Executor
 	rows  func(context.Context) (int, error)
 	bytes func(context.Context) (int64, error)
-	close func()
+	// vacuum reclaims the space of dead rows; nil where nothing needs it.
+	vacuum func(context.Context) error
+	close  func()
 }
 
 func open(ctx context.Context, s settings) (*bench, error) {
@@ -99,6 +109,12 @@ func open(ctx context.Context, s settings) (*bench, error) {
 		b.rows = func(ctx context.Context) (n int, err error) {
 			err = ps.Pool().QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&n)
 			return n, err
+		}
+		if s.vacuum {
+			b.vacuum = func(ctx context.Context) error {
+				_, err := ps.Pool().Exec(ctx, "VACUUM "+table)
+				return err
+			}
 		}
 		// The table with its indexes and TOAST, as the disk holds it.
 		b.bytes = func(ctx context.Context) (n int64, err error) {
@@ -175,8 +191,8 @@ func run(ctx context.Context, s settings) error {
 	if err := insert(ctx, b.ex, fc.Now(), "probe", s.backlog); err != nil {
 		return err
 	}
-	fmt.Printf("retentionbench: %s, %d jobs in rounds of %d, %v a round, retention %v (keep: %v)\n",
-		s.store, s.jobs, s.round, s.step, s.retention, s.keep)
+	fmt.Printf("retentionbench: %s, %d jobs in rounds of %d, %v a round, retention %v (keep: %v, vacuum after each round: %v)\n",
+		s.store, s.jobs, s.round, s.step, s.retention, s.keep, b.vacuum != nil)
 	fmt.Printf("%10s %10s %12s %14s %10s\n", "flowed", "rows", "table MiB", "claim p50 µs", "deleted")
 	var points []point
 	measure := func(flowed, deleted int) error {
@@ -205,6 +221,11 @@ func run(ctx context.Context, s settings) error {
 			return err
 		}
 		deleted += res.Deleted["task"]
+		if b.vacuum != nil {
+			if err := b.vacuum(ctx); err != nil {
+				return err
+			}
+		}
 		if flowed >= next || flowed == s.jobs {
 			if err := measure(flowed, deleted); err != nil {
 				return err
