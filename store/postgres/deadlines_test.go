@@ -61,12 +61,8 @@ func TestConcurrentExpireHandlesEachJobOnce(t *testing.T) {
 		refs, err := s.Executor().ExpireDeadlines(ctx, now.Add(time.Minute), 7)
 		return store.IDsOf(refs), err
 	})
-	if n := queryInt(t, s, "SELECT count(*) FROM weir_dead_letters"); n != jobs {
-		t.Fatalf("%d dead letters, want %d", n, jobs)
-	}
-	if n := queryInt(t, s, "SELECT count(*) FROM weir_jobs WHERE jsonb_array_length(errors) <> 1"); n != 0 {
-		t.Fatalf("%d jobs with other than one error", n)
-	}
+	wantCount(t, s, "SELECT count(*) FROM weir_dead_letters", jobs)
+	wantCount(t, s, "SELECT count(*) FROM weir_jobs WHERE jsonb_array_length(errors) <> 1", 0)
 }
 
 // A late completion of a job without a deadline, or of a held lease whose
@@ -123,12 +119,8 @@ func TestConcurrentCompleteLateStoresOne(t *testing.T) {
 			t.Fatalf("late completion %d: result %d, %v; want result %d", i, ids[i], errs[i], ids[0])
 		}
 	}
-	if c := queryInt(t, s, "SELECT count(*) FROM weir_late_results"); c != 1 {
-		t.Fatalf("%d late results, want 1", c)
-	}
-	if c := queryInt(t, s, "SELECT count(*) FROM weir_dead_letters"); c != 1 {
-		t.Fatalf("%d dead letters, want 1", c)
-	}
+	wantCount(t, s, "SELECT count(*) FROM weir_late_results", 1)
+	wantCount(t, s, "SELECT count(*) FROM weir_dead_letters", 1)
 }
 
 // A purge deletes a dead job but keeps its late result, a record of what

@@ -93,12 +93,8 @@ func TestConcurrentRescueHandlesEachJobOnce(t *testing.T) {
 		}
 		return ids, err
 	})
-	if n := queryInt(t, s, "SELECT count(*) FROM weir_jobs WHERE jsonb_array_length(errors) <> 1"); n != 0 {
-		t.Fatalf("%d jobs without exactly one error recorded", n)
-	}
-	if n := queryInt(t, s, "SELECT count(*) FROM weir_dead_letters"); n != jobs/2 {
-		t.Fatalf("%d dead letters, want %d", n, jobs/2)
-	}
+	wantCount(t, s, "SELECT count(*) FROM weir_jobs WHERE jsonb_array_length(errors) <> 1", 0)
+	wantCount(t, s, "SELECT count(*) FROM weir_dead_letters", jobs/2)
 }
 
 // sweepEachOnce runs sweep on sweepers goroutines at once, each until it
@@ -194,9 +190,7 @@ func TestLifecycleInCallersTransaction(t *testing.T) {
 	if got, err := s.Executor().GetJob(ctx, j.ID); err != nil || got.State != weirtype.StateAvailable || got.Attempt != 0 || len(got.Errors) != 0 {
 		t.Fatalf("after rollback: %+v, %v", got, err)
 	}
-	if n := queryInt(t, s, "SELECT count(*) FROM weir_dead_letters"); n != 0 {
-		t.Fatalf("%d dead letters after rollback", n)
-	}
+	wantCount(t, s, "SELECT count(*) FROM weir_dead_letters", 0)
 	// Committed: claimed, rescued to a dead letter, requeued, claimed
 	// again, abandoned, purged.
 	later := now.Add(time.Hour)

@@ -117,6 +117,14 @@ func queryInt(t *testing.T, s *postgres.Store, sql string, args ...any) int {
 	return n
 }
 
+// wantCount fails the test unless the count query returns want.
+func wantCount(t *testing.T, s *postgres.Store, query string, want int) {
+	t.Helper()
+	if n := queryInt(t, s, query); n != want {
+		t.Fatalf("%s: %d, want %d", query, n, want)
+	}
+}
+
 func exec(t *testing.T, s *postgres.Store, sql string, args ...any) {
 	t.Helper()
 	if _, err := s.Pool().Exec(context.Background(), sql, args...); err != nil {
@@ -350,9 +358,7 @@ func TestInsertRefusesWhatPostgresCannotStore(t *testing.T) {
 			t.Errorf("insert of %+v = %v, want ErrInvalid", bad, err)
 		}
 	}
-	if n := queryInt(t, s, "SELECT count(*) FROM weir_jobs"); n != 0 {
-		t.Fatalf("%d jobs after refused batches, want 0", n)
-	}
+	wantCount(t, s, "SELECT count(*) FROM weir_jobs", 0)
 }
 
 // Concurrent batches that share keys, in the same order: each key makes
@@ -406,9 +412,7 @@ func TestConcurrentBatchesShareKeys(t *testing.T) {
 			t.Errorf("%s: inserted %d times over %d ids, want once", key, inserted[key], len(ids[key]))
 		}
 	}
-	if n := queryInt(t, s, "SELECT count(*) FROM weir_jobs"); n != keys+workers {
-		t.Fatalf("%d jobs, want %d", n, keys+workers)
-	}
+	wantCount(t, s, "SELECT count(*) FROM weir_jobs", keys+workers)
 }
 
 func TestOpenRefusesBadConfig(t *testing.T) {
@@ -503,9 +507,7 @@ func TestLargeBatch(t *testing.T) {
 			t.Fatalf("res[%d] = %s (id %d), want %s of job %d", i, r.Outcome, r.Job.ID, want, res[i%(n/2)].Job.ID)
 		}
 	}
-	if c := queryInt(t, s, "SELECT count(*) FROM weir_jobs"); c != n/2 {
-		t.Fatalf("%d jobs, want %d", c, n/2)
-	}
+	wantCount(t, s, "SELECT count(*) FROM weir_jobs", n/2)
 }
 
 func BenchmarkInsert(b *testing.B) {
