@@ -84,3 +84,14 @@ func ContainerName(t testing.TB) string {
 	}
 	return "t-" + base + "-" + hex.EncodeToString(r[:])
 }
+
+// Via is the container reached through the address hostport (a proxy of
+// the test's) instead of Azurite's own.
+func (c Container) Via(hostport string) Container {
+	q := url.Values{}
+	for k, v := range c.query {
+		q[k] = v
+	}
+	q.Set("domain", hostport)
+	return Container{Name: c.Name, query: q}
+}
