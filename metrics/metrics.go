@@ -22,9 +22,10 @@ const defaultScrapeTimeout = 5 * time.Second
 // Options configures [New]. The zero value works: it registers the hook
 // metrics and no scrape-time collector.
 type Options struct {
-	// Store, when set, adds a collector that reads job counts at scrape
-	// time (weir_jobs, retry_job_stuck_documents,
-	// retry_job_failed_documents). Nil: no such collector.
+	// Store, when set, adds the collectors that read job counts and
+	// pauses at scrape time (weir_jobs, retry_job_stuck_documents,
+	// retry_job_failed_documents, weir_paused, weir_paused_since_seconds).
+	// Nil: no such collector.
 	Store store.Store
 	// StuckAfter is how long a job may go before it counts as stuck: a
 	// running job whose attempt started, or a waiting job that was due,
@@ -217,6 +218,12 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 		}{
 			"store collector (weir_jobs, retry_job_stuck_documents, retry_job_failed_documents)",
 			newStoreCollector(opts.Store.Executor(), opts.Clock, opts.StuckAfter, opts.ScrapeTimeout),
+		}, struct {
+			name string
+			c    prometheus.Collector
+		}{
+			"pause collector (weir_paused, weir_paused_since_seconds)",
+			newPauseCollector(opts.Store.Executor(), opts.Clock, opts.ScrapeTimeout),
 		})
 	}
 	for i, c := range collectors {
