@@ -55,6 +55,7 @@ type settings struct {
 	backlog    int
 	probeTimes int
 	vacuum     bool
+	check      bool
 }
 
 func main() {
@@ -69,6 +70,7 @@ func main() {
 	flag.IntVar(&s.backlog, "backlog", 1000, "jobs waiting in the probe queue while claims are timed")
 	flag.IntVar(&s.probeTimes, "probes", 200, "claims timed at each measurement")
 	flag.BoolVar(&s.vacuum, "vacuum", true, "PostgreSQL: VACUUM weir_jobs after each round, as autovacuum does")
+	flag.BoolVar(&s.check, "check", false, "exit 1 unless the rows at the end are at most 1.1 × those half way (the flow must last more than twice the retention)")
 	flag.Parse()
 	switch {
 	case s.store != "sqlite" && s.store != "postgres":
@@ -164,10 +166,6 @@ type point struct {
 	claim  time.Duration
 }
 
-type task struct{}
-
-func (task) Kind() string { return "task" }
-
 func run(ctx context.Context, s settings) error {
 	b, err := open(ctx, s)
 	if err != nil {
@@ -238,6 +236,16 @@ func run(ctx context.Context, s settings) error {
 	fmt.Printf("flowed %d jobs in %v; from %d to %d jobs flowed: rows x%.2f, table size x%.2f, claim p50 x%.2f\n",
 		flowed, time.Since(start).Round(time.Second), first.flowed, last.flowed,
 		float64(last.rows)/float64(first.rows), float64(last.bytes)/float64(first.bytes), float64(last.claim)/float64(first.claim))
+	if s.check {
+		mid := points[len(points)/2]
+		switch {
+		case s.keep || time.Duration(s.jobs/s.round)*s.step <= 2*s.retention:
+			return fmt.Errorf("-check needs retention and a flow longer than twice it")
+		case float64(last.rows) > 1.1*float64(mid.rows):
+			return fmt.Errorf("the table is not bounded: %d rows half way (%d jobs flowed), %d at the end", mid.rows, mid.flowed, last.rows)
+		}
+		fmt.Printf("check: %d rows half way, %d at the end: bounded\n", mid.rows, last.rows)
+	}
 	return nil
 }
 
