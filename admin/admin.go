@@ -89,7 +89,8 @@ type ReindexRun struct {
 // Store is what the admin API reads and changes of weir's store: the
 // operator's roles (store.Operator: list and retry jobs; store.DeadLetters;
 // store.Sweep: stuck work and counts), a job read or cancelled, and, read
-// only, the workflows and the outbox's backlog. A store.Executor is one;
+// only, the workflows and the outbox's backlog; and the pauses
+// (store.Pauses), listed, made and ended. A store.Executor is one;
 // the admin API claims, completes, inserts and publishes nothing.
 type Store interface {
 	store.Operator
@@ -101,6 +102,7 @@ type Store interface {
 	ListWorkflows(ctx context.Context, f store.WorkflowFilter) ([]*weirtype.Workflow, error)
 	ListWorkflowTransitions(ctx context.Context, id string, afterVersion int64, limit int) ([]*store.WorkflowTransition, error)
 	OutboxBacklog(ctx context.Context) (store.OutboxBacklog, error)
+	store.Pauses
 }
 
 var _ Store = store.Executor(nil)
@@ -182,6 +184,10 @@ func New(cfg Config) (http.Handler, error) {
 
 		"GET /api/admin/workflows":            h.listWorkflows,
 		"GET /api/admin/workflows/{workflow}": h.getWorkflow,
+
+		"GET /api/admin/pauses":         h.listPauses,
+		"POST /api/admin/pauses":        h.pause,
+		"POST /api/admin/pauses/resume": h.resume,
 
 		"GET /api/admin/outbox": h.outbox,
 		"GET /api/admin/stuck":  h.stuck,
