@@ -148,7 +148,7 @@ func (s *Service) openPGIndex(ctx context.Context) (search.Index, error) {
 		}
 		s.closers = append(s.closers, pool.Close)
 		if err := pool.Ping(ctx); err != nil {
-			return nil, fmt.Errorf("ingest: the search database at %s does not answer: %w", where, redact.Error(err))
+			return nil, fmt.Errorf("ingest: Config.IndexURL: %w", &SearchDatabaseError{URL: redact.URL(s.cfg.IndexURL), Err: redact.Error(err)})
 		}
 	}
 	ix, err := pgsearch.Open(ctx, pgsearch.Config{Pool: pool, Schema: schema, MustExist: s.cfg.ReadOnly, Logger: s.cfg.Logger})
@@ -161,6 +161,20 @@ func (s *Service) openPGIndex(ctx context.Context) (search.Index, error) {
 	s.closers = append(s.closers, func() { ix.Close() })
 	return ix, nil
 }
+
+// SearchDatabaseError is New's error for a search database of its own
+// (Config.IndexURL) that does not answer.
+type SearchDatabaseError struct {
+	// URL is Config.IndexURL, without its password.
+	URL string
+	Err error
+}
+
+func (e *SearchDatabaseError) Error() string {
+	return "the search database at " + e.URL + " does not answer: " + e.Err.Error()
+}
+
+func (e *SearchDatabaseError) Unwrap() error { return e.Err }
 
 // classifyIndex is the index breaker's classifier: the breaker's default,
 // but that the caller's mistakes (a bad query or document, an id not

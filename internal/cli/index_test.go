@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/weirhq/weir/internal/teststore"
 )
 
 // -index refuses an unknown index, and an index not shared as widely as
@@ -35,5 +37,18 @@ func TestIndexFlagRefusesUnsafeCombinations(t *testing.T) {
 	}
 	if _, err := os.Stat(data); !os.IsNotExist(err) {
 		t.Fatalf("a refused -index made the data directory: %v", err)
+	}
+}
+
+// A search database of its own that does not answer stops the command at
+// start with an error naming -index, without the URL's password.
+func TestIndexFlagUnreachableDatabase(t *testing.T) {
+	t.Parallel()
+	st, url := teststore.PostgresStore(t, "weir_cli_index_", 2)
+	code, stdout, stderr := run("reindex", "-store", url, "-schema", st.Schema(), "-data", t.TempDir(),
+		"-index", "postgres://weir:s3cret-pass@127.0.0.1:1/search?connect_timeout=5")
+	want(t, "reindex with an unreachable search database", code, 2, stdout+stderr, "-index postgres://weir:", "the search database does not answer")
+	if strings.Contains(stdout+stderr, "s3cret") {
+		t.Errorf("the output shows the password:\n%s", stdout+stderr)
 	}
 }

@@ -287,6 +287,9 @@ func (f *serviceFlags) open(ctx context.Context, mode openMode, cfg ingest.Confi
 		if svc.db != nil {
 			svc.db.Close()
 		}
+		if bad := (*ingest.SearchDatabaseError)(nil); errors.As(err, &bad) {
+			return nil, flagError("index", "%s: the search database does not answer: %v", bad.URL, bad.Err)
+		}
 		var bad *blob.SettingError
 		if errors.As(err, &bad) {
 			for _, b := range blobFlags {
