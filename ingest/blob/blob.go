@@ -470,3 +470,13 @@ func Move(ctx context.Context, src *Bucket, srcKey string, dst *Bucket, dstKey, 
 	}
 	return err == nil, err
 }
+
+// Display is rawURL for people and logs: without its query (which may
+// hold a token), with its prefix as a folder.
+func Display(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "(a URL that does not parse)"
+	}
+	return nameOf(u)
+}

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -96,7 +95,7 @@ func setupRun(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		fmt.Fprintf(s.stdout, "weir run: watching %s; API on http://%s (search: /api/search?q=…)\n",
-			printable(filepath.Join(f.store.data, pipeline.IncomingDir)), svc.Addr())
+			f.folder(0), svc.Addr())
 		serveErr := svc.Wait(ctx)
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -170,7 +169,7 @@ func setupIngest(fs *flag.FlagSet) runFunc {
 		for i, fl := range files {
 			ids[i] = fl.ID
 		}
-		fmt.Fprintf(s.stdout, "copied %d files to %s and enqueued them\n", len(files), printable(filepath.Join(f.store.data, pipeline.IncomingDir, *source)))
+		fmt.Fprintf(s.stdout, "copied %d files to %s and enqueued them\n", len(files), f.folder(0, *source))
 		if err := svc.Start(ctx); err != nil {
 			return err
 		}
@@ -213,7 +212,7 @@ func setupIngest(fs *flag.FlagSet) runFunc {
 				bar.done()
 				fmt.Fprintf(s.stdout, "%d files processed, %d failed; %d documents saved, %d failed\n", p.FilesDone, p.FilesFailed, p.Saved, p.Failed)
 				if p.Failed+p.FilesFailed > 0 {
-					fmt.Fprintf(s.stdout, "failures are in %s (each with error.json); weir dlq list shows them\n", printable(filepath.Join(f.store.data, pipeline.FailedDir)))
+					fmt.Fprintf(s.stdout, "failures are in %s (each with error.json); weir dlq list shows them\n", f.folder(2))
 				}
 				return nil
 			}

@@ -330,3 +330,13 @@ func (f storeFlags) serviceTables(ctx context.Context) error {
 	defer db.Close()
 	return pipeline.Migrate(ctx, db)
 }
+
+// folder is where the service's folder of blobFlags[i] (incoming/,
+// processed/, failed/) is, and sub below it, for messages: its container's
+// URL, or the data directory's folder.
+func (f *serviceFlags) folder(i int, sub ...string) string {
+	if f.blobURLs[i] == "" {
+		return printable(filepath.Join(append([]string{f.store.data, blobFlags[i].folder}, sub...)...))
+	}
+	return printable(strings.Join(append([]string{blob.Display(f.blobURLs[i])}, sub...), "/"))
+}
