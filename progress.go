@@ -117,7 +117,8 @@ func SetProgress(ctx context.Context, percent float64, message string) error {
 // encoded with encoding/json, is stored with the job when the attempt
 // succeeds (in the same write that completes it), and shown by `weir jobs
 // show`, the admin API and the console. A later call replaces it; an
-// attempt that fails stores none. The encoded output may be at most
+// attempt that fails stores none, nor does a success after the job's
+// deadline (a late result, which keeps no output). The encoded output may be at most
 // MaxOutput bytes (64 KiB): a larger one, or a v that does not encode, is
 // refused with an error wrapping store.ErrInvalid, and if the worker then
 // returns nil without a SetOutput that is taken, the attempt fails with an
