@@ -464,7 +464,9 @@
     const breakers = h('div', { class: 'card' });
     const stuck = h('div', { class: 'card' });
     const kinds = h('div', { class: 'card' });
-    add(view, stats, h('div', { class: 'grid' }, byState, throughput, dead, outbox, breakers, stuck), kinds);
+    const paused = h('div', { class: 'card', id: 'pauses' });
+    add(view, stats, h('div', { class: 'grid' }, byState, throughput, dead, outbox, breakers, stuck), paused, kinds);
+    const pauseForm = pauseFormOf(() => sample().then(draw));
 
     const draw = async (smp) => {
       const st = smp.status;
@@ -505,6 +507,19 @@
         fill(breakers, h('h2', null, 'Breakers'), errorBox(e));
       }
       try {
+        const ps = await api('GET', '/api/admin/pauses');
+        fill(paused, h('h2', null, 'Paused queues and kinds'), table(['queue', 'kind', 'cause', 'by', 'since', 'until', 'reason', ''],
+          ps.pauses.map((p) => h('tr', null, h('td', null, p.queue), h('td', null, p.kind || '(all)'), h('td', null, p.cause),
+            h('td', null, p.by || ''), h('td', null, fmtTime(p.paused_at)), h('td', null, p.until ? fmtTime(p.until) : 'resumed'),
+            h('td', { class: 'wrap' }, p.reason || ''),
+            h('td', null, h('button', {
+              type: 'button',
+              onclick: () => pauseOp('resume', { queue: p.queue, kind: p.kind || '', cause: p.cause }).then(() => sample().then(draw)),
+            }, 'Resume'))))), pauseForm);
+      } catch (e) {
+        fill(paused, h('h2', null, 'Paused queues and kinds'), errorBox(e), pauseForm);
+      }
+      try {
         const sk = await api('GET', '/api/admin/stuck?limit=10');
         fill(stuck, h('h2', null, `Stuck work (${sk.stuck} older than ${sk.older_than})`),
           table(['job#', 'kind', 'queue', 'state', 'since'], sk.jobs.map((j) => h('tr', null, h('td', { class: 'num' }, h('a', { href: link('jobs', j.id) }, j.id)),
@@ -522,6 +537,36 @@
 
   function stat(label, value) {
     return h('div', null, h('span', null, label), h('b', { class: 'stat' }, value));
+  }
+
+  // pauseOp pauses (op 'pause') or resumes (op 'resume') what body names.
+  async function pauseOp(op, body) {
+    try {
+      if (op === 'pause') {
+        const p = await api('POST', '/api/admin/pauses', body);
+        flash('paused ' + (p.kind ? 'kind ' + p.kind + ' of ' : '') + 'queue ' + p.queue);
+      } else {
+        const r = await api('POST', '/api/admin/pauses/resume', body);
+        flash('resumed ' + r.resumed.length + ' pause(s) of queue ' + body.queue);
+      }
+    } catch (e) {
+      flash(e.message, true);
+    }
+  }
+
+  // pauseFormOf is the form that pauses a queue, or a kind within it;
+  // then runs after a pause.
+  function pauseFormOf(then) {
+    const queue = h('input', { name: 'queue', id: 'pause-queue', placeholder: 'queue', required: true });
+    const kind = h('input', { name: 'kind', id: 'pause-kind', placeholder: 'kind (all if empty)' });
+    const reason = h('input', { name: 'reason', id: 'pause-reason', placeholder: 'reason' });
+    return h('form', {
+      class: 'filters',
+      onsubmit: (e) => {
+        e.preventDefault();
+        pauseOp('pause', { queue: queue.value, kind: kind.value, by: 'console', reason: reason.value }).then(then);
+      },
+    }, queue, kind, reason, h('button', { type: 'submit', id: 'pause-button' }, 'Pause'));
   }
 
   async function breakerOp(name, op) {
