@@ -9,7 +9,11 @@
 // deletes the completed jobs older than -retention. At each tenth of the
 // flow it prints the jobs table's rows and size and the median time of a
 // claim of 10 jobs from a probe queue with a standing backlog, and at the
-// end the ratios of the last figures to the first. With -keep the sweep is
+// end the ratios of the last figures to the first. Each claim is timed
+// beside one on a control store (another file, or schema, with the same
+// backlog and no history), so that the ratio of the two, which a busy
+// machine moves less than either, shows what history costs. With -keep
+// the sweep is
 // not run (weir.KeepJobs): the same flow without retention, for
 // comparison.
 //
@@ -163,7 +167,10 @@ type point struct {
 	flowed int
 	rows   int
 	bytes  int64
-	claim  time.Duration
+	// claim and control are the median claim times on the store and on
+	// the control store; ratio the median of their ratios, claim by claim.
+	claim, control time.Duration
+	ratio          float64
 }
 
 func run(ctx context.Context, s settings) error {
@@ -185,21 +192,32 @@ func run(ctx context.Context, s settings) error {
 	if err != nil {
 		return err
 	}
-	// The probe queue's standing backlog.
-	if err := insert(ctx, b.ex, fc.Now(), "probe", s.backlog); err != nil {
+	ctl, err := open(ctx, s)
+	if err != nil {
 		return err
+	}
+	defer ctl.close()
+	if _, err := ctl.st.Migrate(ctx); err != nil {
+		return err
+	}
+	// The probe queue's standing backlog, on both.
+	for _, st := range []*bench{b, ctl} {
+		if err := insert(ctx, st.ex, fc.Now(), "probe", s.backlog); err != nil {
+			return err
+		}
 	}
 	fmt.Printf("retentionbench: %s, %d jobs in rounds of %d, %v a round, retention %v (keep: %v, vacuum after each round: %v)\n",
 		s.store, s.jobs, s.round, s.step, s.retention, s.keep, b.vacuum != nil)
-	fmt.Printf("%10s %10s %12s %14s %10s\n", "flowed", "rows", "table MiB", "claim p50 µs", "deleted")
+	fmt.Printf("%10s %10s %12s %14s %16s %14s %10s\n", "flowed", "rows", "table MiB", "claim p50 µs", "control p50 µs", "claim/control", "deleted")
 	var points []point
 	measure := func(flowed, deleted int) error {
-		p, err := measureAt(ctx, b, s, fc.Now(), flowed)
+		p, err := measureAt(ctx, b, ctl, s, fc.Now(), flowed)
 		if err != nil {
 			return err
 		}
 		points = append(points, p)
-		fmt.Printf("%10d %10d %12.1f %14.0f %10d\n", p.flowed, p.rows, float64(p.bytes)/(1<<20), float64(p.claim.Microseconds()), deleted)
+		fmt.Printf("%10d %10d %12.1f %14.0f %16.0f %14.2f %10d\n", p.flowed, p.rows, float64(p.bytes)/(1<<20),
+			float64(p.claim.Microseconds()), float64(p.control.Microseconds()), p.ratio, deleted)
 		return nil
 	}
 	if err := measure(0, 0); err != nil {
@@ -233,9 +251,10 @@ func run(ctx context.Context, s settings) error {
 	}
 	// The ratios exclude the first point: the table is empty then.
 	first, last := points[1], points[len(points)-1]
-	fmt.Printf("flowed %d jobs in %v; from %d to %d jobs flowed: rows x%.2f, table size x%.2f, claim p50 x%.2f\n",
+	fmt.Printf("flowed %d jobs in %v; from %d to %d jobs flowed: rows x%.2f, table size x%.2f, claim p50 x%.2f, claim/control x%.2f\n",
 		flowed, time.Since(start).Round(time.Second), first.flowed, last.flowed,
-		float64(last.rows)/float64(first.rows), float64(last.bytes)/float64(first.bytes), float64(last.claim)/float64(first.claim))
+		float64(last.rows)/float64(first.rows), float64(last.bytes)/float64(first.bytes), float64(last.claim)/float64(first.claim),
+		last.ratio/first.ratio)
 	if s.check {
 		mid := points[len(points)/2]
 		switch {
@@ -290,35 +309,61 @@ func flow(ctx context.Context, ex store.Executor, now time.Time, n int) error {
 }
 
 // measureAt counts the table and times claims of 10 from the probe
-// queue, each followed by a completion of the jobs it took and the insert
-// of as many, so that the backlog stays.
-func measureAt(ctx context.Context, b *bench, s settings, now time.Time, flowed int) (point, error) {
+// queue, each beside one on the control store ctl, each followed by a
+// completion of the jobs it took and the insert of as many, so that the
+// backlog stays. The control's completed probes are deleted after, so
+// that it keeps no history.
+func measureAt(ctx context.Context, b, ctl *bench, s settings, now time.Time, flowed int) (point, error) {
 	p := point{flowed: flowed}
-	times := make([]time.Duration, 0, s.probeTimes)
+	var times, controls []time.Duration
+	var ratios []float64
 	for range s.probeTimes {
-		t := time.Now()
-		jobs, err := b.ex.Claim(ctx, store.ClaimParams{Now: now, Queue: "probe", Limit: 10, Owner: "probe", LeaseFor: time.Hour})
+		d, err := probe(ctx, b.ex, now)
 		if err != nil {
 			return p, err
 		}
-		times = append(times, time.Since(t))
-		leases := make([]store.Lease, len(jobs))
-		for i, j := range jobs {
-			leases[i] = store.LeaseOf(j)
-		}
-		if _, err := b.ex.CompleteMany(ctx, now, leases); err != nil {
+		c, err := probe(ctx, ctl.ex, now)
+		if err != nil {
 			return p, err
 		}
-		if err := insert(ctx, b.ex, now, "probe", len(jobs)); err != nil {
+		times, controls, ratios = append(times, d), append(controls, c), append(ratios, float64(d)/float64(c))
+	}
+	for {
+		n, err := ctl.ex.PurgeJobs(ctx, store.PurgeJobsParams{Kind: "task", Before: now.Add(time.Hour), Limit: store.MaxPurgeLimit})
+		if err != nil {
 			return p, err
+		}
+		if n < store.MaxPurgeLimit {
+			break
 		}
 	}
 	slices.Sort(times)
-	p.claim = times[len(times)/2]
+	slices.Sort(controls)
+	slices.Sort(ratios)
+	p.claim, p.control, p.ratio = times[len(times)/2], controls[len(controls)/2], ratios[len(ratios)/2]
 	var err error
 	if p.rows, err = b.rows(ctx); err != nil {
 		return p, err
 	}
 	p.bytes, err = b.bytes(ctx)
 	return p, err
+}
+
+// probe times one claim of 10 jobs from the probe queue of ex, then
+// completes them and inserts as many.
+func probe(ctx context.Context, ex store.Executor, now time.Time) (time.Duration, error) {
+	t := time.Now()
+	jobs, err := ex.Claim(ctx, store.ClaimParams{Now: now, Queue: "probe", Limit: 10, Owner: "probe", LeaseFor: time.Hour})
+	d := time.Since(t)
+	if err != nil {
+		return 0, err
+	}
+	leases := make([]store.Lease, len(jobs))
+	for i, j := range jobs {
+		leases[i] = store.LeaseOf(j)
+	}
+	if _, err := ex.CompleteMany(ctx, now, leases); err != nil {
+		return 0, err
+	}
+	return d, insert(ctx, ex, now, "probe", len(jobs))
 }
