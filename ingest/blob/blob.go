@@ -348,12 +348,19 @@ func (b *Bucket) Upload(ctx context.Context, key string, r io.Reader, contentTyp
 }
 
 // Delete deletes the blob at key; with etag set, only the version of
-// that ETag (ErrChanged otherwise). Azure Blob Storage and S3 check the
-// ETag in the delete itself; other stores just before it.
+// that ETag (ErrChanged otherwise): it checks the ETag just before, and
+// Azure Blob Storage and S3 check it again in the delete itself (a server
+// that ignores the condition leaves the window between the two).
 func (b *Bucket) Delete(ctx context.Context, key, etag string) error {
 	opts := &gblob.DeleteOptions{}
-	checked := false
 	if etag != "" {
+		a, err := b.Attributes(ctx, key)
+		if err != nil {
+			return err
+		}
+		if a.ETag != etag {
+			return fmt.Errorf("%s/%s: %w", b.name, key, ErrChanged)
+		}
 		opts.BeforeDelete = func(as func(any) bool) error {
 			var az *azblobblob.DeleteOptions
 			var s3in *s3.DeleteObjectInput
@@ -361,28 +368,15 @@ func (b *Bucket) Delete(ctx context.Context, key, etag string) error {
 			case as(&az):
 				e := azcore.ETag(etag)
 				az.AccessConditions = &azblobblob.AccessConditions{ModifiedAccessConditions: &azblobblob.ModifiedAccessConditions{IfMatch: &e}}
-				checked = true
 			case as(&s3in):
 				s3in.IfMatch = &etag
-				checked = true
-			}
-			if !checked {
-				// The store takes no condition: check just before.
-				a, err := b.b.Attributes(ctx, key)
-				if err != nil {
-					return err
-				}
-				if a.ETag != etag {
-					return ErrChanged
-				}
 			}
 			return nil
 		}
 	}
-	err := b.do(ctx, key, func(ctx context.Context) error {
+	return b.do(ctx, key, func(ctx context.Context) error {
 		return b.b.DeleteWithOptions(ctx, key, opts)
 	})
-	return err
 }
 
 // DeletePrefix deletes every blob whose key starts with prefix.

@@ -15,8 +15,8 @@ import (
 	"github.com/weirhq/weir/internal/blobtest"
 )
 
-// stores are the stores each test runs on: a folder (file://), and a
-// container of Azurite's (azblob://).
+// stores are the stores each test runs on: a folder (file://), a
+// container of Azurite's (azblob://) and a bucket of s3rver's (s3://).
 func stores(t *testing.T) map[string]func(t *testing.T, prefix string) *blob.Bucket {
 	return map[string]func(t *testing.T, prefix string) *blob.Bucket{
 		"file": func(t *testing.T, prefix string) *blob.Bucket {
@@ -28,6 +28,9 @@ func stores(t *testing.T) map[string]func(t *testing.T, prefix string) *blob.Buc
 		},
 		"azblob": func(t *testing.T, prefix string) *blob.Bucket {
 			return open(t, blobtest.Azure(t).Prefix(prefix))
+		},
+		"s3": func(t *testing.T, prefix string) *blob.Bucket {
+			return open(t, blobtest.S3(t).Prefix(prefix))
 		},
 	}
 }

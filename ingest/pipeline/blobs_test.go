@@ -81,14 +81,22 @@ func readBlob(t *testing.T, b *blob.Bucket, key string) string {
 	return string(data)
 }
 
-// Blobs put into an Azure container are ingested, and moved to the
-// processed/ folder; a poison blob is written to failed/ in the data
+// Blobs put into a container (Azure's, S3's) are ingested, and moved to
+// the processed/ folder; a poison blob is written to failed/ in the data
 // directory's layout: {source}/{filename}/ with the original, error.json
 // and metadata.json. The job id is SHA-256 of the container, the path
 // and the store's ETag.
-func TestAzureBlobsIngested(t *testing.T) {
+func TestBlobsIngested(t *testing.T) {
 	t.Parallel()
-	bl := azureBlobs(t)
+	for name, mk := range map[string]func(testing.TB) blobtest.Container{"azblob": blobtest.Azure, "s3": blobtest.S3} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testBlobsIngested(t, blobsOf(t, mk(t)))
+		})
+	}
+}
+
+func testBlobsIngested(t *testing.T, bl *pipeline.Blobs) {
 	h := newHarness(t, func(c *pipeline.Config) { c.Blobs = bl })
 	good := readCorpus(t, "notes/chess-doubled-pawns.txt")
 	upload(t, bl.Incoming, "notes/chess.txt", good)

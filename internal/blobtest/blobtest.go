@@ -1,5 +1,6 @@
 // Package blobtest gives tests a container of their own on the test
-// Azure Blob Storage API server (Azurite; see testenv.Azurite).
+// Azure Blob Storage API server (Azurite; see testenv.Azurite), or a
+// bucket on the test S3 API server (s3rver; see testenv.S3).
 package blobtest
 
 import (
@@ -7,11 +8,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/weirhq/weir/internal/testenv"
 )
@@ -47,13 +51,45 @@ func Azure(t testing.TB) Container {
 		}
 	})
 	q := url.Values{"protocol": {u.Scheme}, "domain": {u.Host}, "localemu": {"true"}, "storage_account": {account}}
-	return Container{Name: name, query: q}
+	return Container{Name: name, scheme: "azblob", query: q}
 }
 
-// Container is a test's container on Azurite.
+// S3 makes a bucket of the test's own on the test S3 API server (see
+// testenv.S3), deleted at its end with what it holds, and returns it.
+func S3(t testing.TB) Container {
+	t.Helper()
+	endpoint := testenv.S3(t)
+	name := ContainerName(t)
+	client := s3.New(s3.Options{BaseEndpoint: &endpoint, Region: "us-east-1", UsePathStyle: true,
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: os.Getenv("AWS_ACCESS_KEY_ID"), SecretAccessKey: os.Getenv("AWS_SECRET_ACCESS_KEY")}, nil
+		})})
+	ctx := context.Background()
+	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &name}); err != nil {
+		t.Fatalf("create the bucket %s on %s: %v", name, endpoint, err)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		out, err := client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &name})
+		if err == nil {
+			for _, o := range out.Contents {
+				_, _ = client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &name, Key: o.Key})
+			}
+		}
+		if _, err := client.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: &name}); err != nil {
+			t.Logf("delete the bucket %s: %v", name, err)
+		}
+	})
+	q := url.Values{"endpoint": {endpoint}, "region": {"us-east-1"}, "use_path_style": {"true"}}
+	return Container{Name: name, scheme: "s3", query: q}
+}
+
+// Container is a test's container on Azurite, or bucket on the S3 API
+// server.
 type Container struct {
-	Name  string
-	query url.Values
+	Name   string
+	scheme string
+	query  url.Values
 }
 
 // URL is the container's azblob:// URL.
@@ -68,7 +104,7 @@ func (c Container) Prefix(prefix string) string {
 	if prefix != "" {
 		q.Set("prefix", prefix)
 	}
-	return (&url.URL{Scheme: "azblob", Host: c.Name, RawQuery: q.Encode()}).String()
+	return (&url.URL{Scheme: c.scheme, Host: c.Name, RawQuery: q.Encode()}).String()
 }
 
 var notName = regexp.MustCompile(`[^a-z0-9]+`)
@@ -93,5 +129,5 @@ func (c Container) Via(hostport string) Container {
 		q[k] = v
 	}
 	q.Set("domain", hostport)
-	return Container{Name: c.Name, query: q}
+	return Container{Name: c.Name, scheme: c.scheme, query: q}
 }

@@ -85,6 +85,31 @@ func Azurite(t testing.TB) string {
 	return u
 }
 
+// S3 returns the URL of the test S3 API server (s3rver, whose access key
+// and secret are both S3RVER: http://127.0.0.1:4568;
+// WEIR_TEST_S3_URL overrides it), or skips the test (fails it under
+// WEIR_REQUIRE_SERVICES=1) when it does not answer. It sets
+// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, which gocloud.dev's s3://
+// URLs take their credentials from, to S3RVER, unless they are set.
+func S3(t testing.TB) string {
+	t.Helper()
+	u := service{
+		name:        "s3rver (the S3 API)",
+		env:         "WEIR_TEST_S3_URL",
+		defaultURL:  "http://127.0.0.1:4568",
+		defaultPort: "4568",
+	}.need(t, os.Getenv)
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
+		if os.Getenv(k) == "" {
+			os.Setenv(k, S3Key)
+		}
+	}
+	return u
+}
+
+// S3Key is s3rver's access key and secret.
+const S3Key = "S3RVER"
+
 // AzuriteAccount and AzuriteKey are Azurite's well-known account and its
 // key (public, in Azurite's documentation).
 const (
