@@ -107,9 +107,13 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
 	ws := weir.NewWorkers()
+	extractKind := s.kindConfig(cfg.Extract)
+	if b := extractBreaker(cfg.Extractor); b != nil {
+		extractKind.Breaker = b
+	}
 	stages := []error{
 		weir.AddWorker(ws, weir.WorkFunc(s.parse), s.kindConfig(cfg.Parse)),
-		weir.AddWorker(ws, weir.WorkFunc(s.extract), s.kindConfig(cfg.Extract)),
+		weir.AddWorker(ws, weir.WorkFunc(s.extract), extractKind),
 		weir.AddWorker(ws, weir.WorkFunc(s.save), s.kindConfig(cfg.Save)),
 		weir.AddWorker(ws, weir.WorkFunc(s.index), s.kindConfig(cfg.IndexStage)),
 		weir.AddWorker(ws, weir.WorkFunc(s.reindexJob), weir.KindConfig{MaxAttempts: 3, Timeout: 6 * time.Hour}),

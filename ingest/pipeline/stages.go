@@ -617,7 +617,8 @@ func (s *Service) runExtractor(ctx context.Context, in extract.Input) (extract.R
 
 // extract extracts a document and hands the result to the save stage.
 // While the extractor's breaker is open the job waits, without spending
-// an attempt.
+// an attempt: the engine pauses the stage when the extractor names its
+// breaker (extractBreaker); otherwise the job snoozes until the probe.
 func (s *Service) extract(ctx context.Context, j *weir.Job[extractArgs]) error {
 	a := j.Args
 	d, err := s.db.document(ctx, a.Doc)
@@ -639,7 +640,7 @@ func (s *Service) extract(ctx context.Context, j *weir.Job[extractArgs]) error {
 	}
 	res, err := s.runExtractor(ctx, extract.Input{ID: d.ID, Source: d.Path + d.Key, Title: d.Title, Text: d.Body, Meta: d.Meta})
 	if err != nil {
-		if errors.Is(err, breaker.ErrOpen) {
+		if errors.Is(err, breaker.ErrOpen) && extractBreaker(s.cfg.Extractor) == nil {
 			return s.snoozeWhileOpen(err, "the extractor's breaker is open; the document waits", "doc", d.ID)
 		}
 		return fmt.Errorf("extract %s%s: %w", d.Path, d.Key, err)
