@@ -39,52 +39,18 @@ func TestRunPublishesEventsToNATS(t *testing.T) {
 	}
 	writeAtomic(t, filepath.Join(in, "broken.txt"), "\x00\x01")
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	br, err := nats.Open(ctx, nats.Config{URL: url})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer br.Close()
-	var (
-		mu     sync.Mutex
-		events = map[string]pipeline.Event{} // by message id
-		dups   int
-	)
-	if err := br.Declare(ctx, topic); err != nil {
-		t.Fatal(err)
-	}
-	consumed := make(chan error, 1)
-	go func() {
-		consumed <- br.Consume(ctx, topic, broker.ConsumeOptions{Group: "e2e",
-			DeadLetter: func(_ context.Context, d broker.Delivery, reason string, err error) error {
-				t.Errorf("event %s given up: %s: %v", d.ID, reason, err)
-				return nil
-			}}, func(_ context.Context, d broker.Delivery) error {
-			var e pipeline.Event
-			if err := json.Unmarshal(d.Body, &e); err != nil {
-				return err
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if _, ok := events[d.ID]; ok {
-				dups++
-			}
-			events[d.ID] = e
-			if len(events) == 6 {
-				cancel()
-			}
-			return nil
-		})
-	}()
-	if err := <-consumed; err != nil && ctx.Err() == nil {
-		t.Fatalf("consume: %v", err)
-	}
+	events := map[string]pipeline.Event{} // by message id
+	dups := 0
+	consumeEvents(t, url, topic, "e2e", func(id string, e pipeline.Event) bool {
+		if _, ok := events[id]; ok {
+			dups++
+		}
+		events[id] = e
+		return len(events) == 6
+	})
 	if err := p.stop(); err != nil {
 		t.Fatalf("stop: %v; log:\n%s", err, p.log())
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	saved, failed := map[string]bool{}, map[string]bool{}
 	for _, e := range events {
 		switch e.Type {
@@ -107,5 +73,45 @@ func writeAtomic(t *testing.T, name, body string) {
 	}
 	if err := os.Rename(name+".tmp", name); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// consumeEvents reads the topic's events as the consumer group, passing
+// each with its message id to handle, one at a time, until handle returns
+// true or a minute has passed.
+func consumeEvents(t *testing.T, natsURL, topic, group string, handle func(id string, e pipeline.Event) (done bool)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	br, err := nats.Open(ctx, nats.Config{URL: natsURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer br.Close()
+	if err := br.Declare(ctx, topic); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	consumed := make(chan error, 1)
+	go func() {
+		consumed <- br.Consume(ctx, topic, broker.ConsumeOptions{Group: group,
+			DeadLetter: func(_ context.Context, d broker.Delivery, reason string, err error) error {
+				t.Errorf("event %s given up: %s: %v", d.ID, reason, err)
+				return nil
+			}}, func(_ context.Context, d broker.Delivery) error {
+			var e pipeline.Event
+			if err := json.Unmarshal(d.Body, &e); err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if handle(d.ID, e) {
+				cancel()
+			}
+			return nil
+		})
+	}()
+	if err := <-consumed; err != nil && ctx.Err() == nil {
+		t.Fatalf("consume: %v", err)
 	}
 }

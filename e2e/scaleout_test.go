@@ -12,19 +12,17 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/broker/nats"
 	"github.com/weirhq/weir/broker/nats/natstest"
 	"github.com/weirhq/weir/ingest/pipeline"
-	"github.com/weirhq/weir/ingest/search"
 	"github.com/weirhq/weir/ingest/search/pgsearch"
+	"github.com/weirhq/weir/ingest/search/searchtest"
 	"github.com/weirhq/weir/internal/crashpoint"
 	"github.com/weirhq/weir/internal/eventually"
 	"github.com/weirhq/weir/internal/testenv"
@@ -199,28 +197,10 @@ func TestThreeProcessesOneService(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	es, err := ix.Entries(ctx, "", 100)
-	if err != nil || len(es) != files {
-		t.Fatalf("the shared index: %d entries, %v; want %d", len(es), err, files)
+	if n, err := ix.Count(ctx); err != nil || n != files {
+		t.Fatalf("the shared index: %d entries, %v; want %d", n, err, files)
 	}
-	var gone []string
-	for _, e := range es[:10] {
-		gone = append(gone, e.ID)
-	}
-	if n, err := ix.Delete(ctx, gone...); err != nil || n != 10 {
-		t.Fatalf("delete: %d, %v", n, err)
-	}
-	for _, e := range es[10:15] {
-		d, err := ix.Get(ctx, e.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d.Body, d.UpdatedAt = "an older text", d.UpdatedAt.Add(-time.Hour)
-		if err := ix.Put(ctx, d); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := ix.Put(ctx, search.Doc{ID: "ffff-stray", Title: "Stray", Body: "a harbour of nowhere", Source: "nowhere", UpdatedAt: time.Now()}); err != nil {
+	if _, err := searchtest.MakeDrift(ctx, ix, 10, 5, "ffff-stray"); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := http.Post("http://"+nodes[2].addr+"/api/admin/reindex", "application/json", nil)
@@ -290,44 +270,13 @@ func files0(t *testing.T, dir string) []string {
 // its saved event (at least once: delivery is at least once).
 func checkEvents(t *testing.T, natsURL, topic string, want map[string]bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	br, err := nats.Open(ctx, nats.Config{URL: natsURL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer br.Close()
-	var (
-		mu    sync.Mutex
-		saved = map[string]bool{}
-	)
-	consumed := make(chan error, 1)
-	go func() {
-		consumed <- br.Consume(ctx, topic, broker.ConsumeOptions{Group: "e2e-scale",
-			DeadLetter: func(_ context.Context, d broker.Delivery, reason string, err error) error {
-				t.Errorf("event %s given up: %s: %v", d.ID, reason, err)
-				return nil
-			}}, func(_ context.Context, d broker.Delivery) error {
-			var e pipeline.Event
-			if err := json.Unmarshal(d.Body, &e); err != nil {
-				return err
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if e.Type == pipeline.EventSaved {
-				saved[strings.TrimPrefix(e.Path, "/")] = true
-			}
-			if len(saved) == len(want) {
-				cancel()
-			}
-			return nil
-		})
-	}()
-	if err := <-consumed; err != nil && ctx.Err() == nil {
-		t.Fatalf("consume: %v", err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
+	saved := map[string]bool{}
+	consumeEvents(t, natsURL, topic, "e2e-scale", func(_ string, e pipeline.Event) bool {
+		if e.Type == pipeline.EventSaved {
+			saved[e.Path] = true
+		}
+		return len(saved) == len(want)
+	})
 	for src := range want {
 		if !saved[src] {
 			t.Errorf("no saved event for %s (%d events of %d)", src, len(saved), len(want))

@@ -2,8 +2,6 @@ package ingest_test
 
 import (
 	"context"
-	crand "crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -23,35 +21,21 @@ import (
 	"github.com/weirhq/weir/ingest/pipeline"
 	"github.com/weirhq/weir/ingest/search"
 	"github.com/weirhq/weir/ingest/search/pgsearch"
+	"github.com/weirhq/weir/ingest/search/searchtest"
 	"github.com/weirhq/weir/internal/eventually"
-	"github.com/weirhq/weir/internal/testenv"
+	"github.com/weirhq/weir/internal/teststore"
 	"github.com/weirhq/weir/resilience/backoff"
 	"github.com/weirhq/weir/resilience/breaker"
 	"github.com/weirhq/weir/store/postgres"
 )
 
-// pgSchema returns the test server's URL and a schema of the test's own,
-// dropped when the test ends. It skips the test without PostgreSQL (fails
-// it under WEIR_REQUIRE_SERVICES=1).
+// pgSchema returns the test server's URL and a schema of the test's own
+// that holds weir's tables, dropped when the test ends. It skips the test
+// without PostgreSQL (fails it under WEIR_REQUIRE_SERVICES=1).
 func pgSchema(t *testing.T) (raw, schema string) {
 	t.Helper()
-	raw = testenv.Postgres(t)
-	b := make([]byte, 6)
-	_, _ = crand.Read(b)
-	schema = "ingest_" + hex.EncodeToString(b)
-	t.Cleanup(func() {
-		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, raw)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	return raw, schema
+	st, raw := teststore.PostgresStore(t, "ingest_", 2)
+	return raw, st.Schema()
 }
 
 // fastStages retry at once, so that a test does not wait on backoffs.
@@ -340,23 +324,7 @@ func TestReindexRepairsPostgresIndex(t *testing.T) {
 	if err != nil || len(es) != 8 {
 		t.Fatalf("entries %v, %v; want 8", es, err)
 	}
-	// Missing: two deleted.
-	if n, err := ix.Delete(ctx, es[0].ID, es[1].ID); err != nil || n != 2 {
-		t.Fatalf("delete: %d, %v", n, err)
-	}
-	// Stale: three rewritten with an older time and a body without honey.
-	for _, e := range es[2:5] {
-		d, err := ix.Get(ctx, e.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d.Body, d.UpdatedAt = "an older text", d.UpdatedAt.Add(-time.Hour)
-		if err := ix.Put(ctx, d); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Extra: one SQL never had.
-	if err := ix.Put(ctx, search.Doc{ID: "ffff-not-in-sql", Title: "Stray", Body: "honey from nowhere", UpdatedAt: time.Now()}); err != nil {
+	if _, err := searchtest.MakeDrift(ctx, ix, 2, 3, "ffff-not-in-sql"); err != nil {
 		t.Fatal(err)
 	}
 
