@@ -129,8 +129,10 @@ func TestRetentionLoopAndKeepJobs(t *testing.T) {
 	eachStore(t, func(t *testing.T, open opener) {
 		e := newEnvOn(t, open, weir.WorkFunc(func(context.Context, *weir.Job[task]) error { return nil }),
 			weir.KindConfig{Retention: weir.KeepJobs}, func(c *weir.Config) { c.JobRetention = time.Hour })
-		kept := e.finished(task{}, weirtype.StateCompleted, t0)
-		gone := e.finished(other{}, weirtype.StateCompleted, t0)
+		// Both finished longer ago than the retention: the first sweep,
+		// at Start, deletes one.
+		kept := e.finished(task{}, weirtype.StateCompleted, t0.Add(-2*time.Hour))
+		gone := e.finished(other{}, weirtype.StateCompleted, t0.Add(-2*time.Hour))
 		e.start()
 		e.advanceUntil(weir.DefaultRetentionEvery, func() bool { return !e.exists(gone) })
 		if !e.exists(kept) {
