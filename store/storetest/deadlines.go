@@ -11,6 +11,19 @@ import (
 	"github.com/weirhq/weir/weirtype"
 )
 
+func deadlineCases() []suiteCase {
+	return []suiteCase{
+		{"ExpireDeadlines", testExpireDeadlines},
+		{"CompleteLateOfAHeldLease", testCompleteLateHeld},
+		{"CompleteLateAfterExpiry", testCompleteLateAfterExpiry},
+		{"AcceptLateResult", testAcceptLateResult},
+		{"AcceptLateResultOfARequeuedJob", testAcceptLateResultConflict},
+		{"ListStuck", testListStuck},
+		{"RequeueClearsTheDeadlineAndRecordsItself", testRequeueAfterDeadline},
+		{"CountJobs", testCountJobs},
+	}
+}
+
 func testExpireDeadlines(t *testing.T, h Harness) {
 	s := migrated(t, h)
 	ex := s.Executor()

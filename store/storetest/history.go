@@ -12,6 +12,17 @@ import (
 	"github.com/weirhq/weir/weirtype"
 )
 
+// historyCases are the cases of what operators read: a workflow's
+// history and the outbox's backlog.
+func historyCases() []suiteCase {
+	return []suiteCase{
+		{"WorkflowHistoryRecordsEachCommittedChange", testWorkflowHistory},
+		{"WorkflowHistoryInCallersTransaction", testWorkflowHistoryTransactional},
+		{"WorkflowHistoryConcurrentAdvanceRecordsOnce", testWorkflowHistoryConcurrent},
+		{"OutboxBacklogCountsThePending", testOutboxBacklog},
+	}
+}
+
 // historyText is h as one line per entry: "version from>state status error".
 func historyText(h []*store.WorkflowTransition) string {
 	var b strings.Builder

@@ -13,6 +13,19 @@ import (
 	"github.com/weirhq/weir/weirtype"
 )
 
+// jobCases are the cases of the operator's job calls: ListJobs and
+// RetryJob.
+func jobCases() []suiteCase {
+	return []suiteCase{
+		{"ListJobsFiltersNewestFirst", testListJobs},
+		{"ListJobsPagesWithBefore", testListJobsPaging},
+		{"ListJobsRefusesBadFilters", testListJobsInvalid},
+		{"RetryJobByState", testRetryJob},
+		{"RetryJobOfDeadDeletesItsDeadLetter", testRetryDead},
+		{"RetryJobKeepsCountingAttempts", testRetryStaleLease},
+	}
+}
+
 func listJobs(t *testing.T, ex store.Executor, f store.JobFilter) []int64 {
 	t.Helper()
 	jobs, err := ex.ListJobs(context.Background(), f)

@@ -13,6 +13,30 @@ import (
 	"github.com/weirhq/weir/weirtype"
 )
 
+// lifecycleCases are the cases of the job lifecycle: claim, heartbeat,
+// complete, fail, snooze, cancel, rescue, release and the dead letters.
+func lifecycleCases() []suiteCase {
+	return []suiteCase{
+		{"ClaimOrderQueueAndLease", testClaimOrder},
+		{"ClaimLimit", testClaimLimit},
+		{"ClaimConcurrentTakesEachJobOnce", testClaimConcurrent},
+		{"Heartbeat", testHeartbeat},
+		{"CompleteNeedsTheLease", testComplete},
+		{"CompleteManyReportsTheLost", testCompleteMany},
+		{"FailSchedulesARetry", testFailRetry},
+		{"FailAbandonsToDeadLetters", testFailAbandon},
+		{"FailAbandonsForEveryReason", testFailEveryReason},
+		{"SnoozeGivesTheAttemptBack", testSnooze},
+		{"Cancel", testCancel},
+		{"RescueExpiredLeases", testRescueExpired},
+		{"StaleAttemptCannotFinish", testStaleAttempt},
+		{"ReleaseOwned", testReleaseOwned},
+		{"ReleaseOwnedExceptKeepsTheLeasesRunning", testReleaseOwnedExcept},
+		{"DeadLetterListRequeuePurge", testDeadLetterOps},
+		{"DeadLetterFilterByJobID", testDeadLetterByJobID},
+	}
+}
+
 const lease = 30 * time.Second
 
 func claim(t *testing.T, ex store.Executor, at time.Time, queue, owner string, limit int) []*weirtype.Job {

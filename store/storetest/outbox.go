@@ -15,6 +15,22 @@ import (
 	"github.com/weirhq/weir/weirtype"
 )
 
+func messagingCases() []suiteCase {
+	return []suiteCase{
+		{"OutboxAddAndClaim", testOutboxAddAndClaim},
+		{"OutboxInCallersTransaction", testOutboxTransactional},
+		{"OutboxPublishedAndRetried", testOutboxPublishAndRetry},
+		{"OutboxKeepsKeyOrder", testOutboxKeyOrder},
+		{"OutboxConcurrentClaimsTakeEachOnce", testOutboxConcurrent},
+		{"OutboxClaimSkipsWhatTheOwnerHolds", testOutboxHolding},
+		{"OutboxReleaseGivesBackAtOnce", testOutboxRelease},
+		{"OutboxOneRelayAtATime", testOutboxOneRelay},
+		{"OutboxPurge", testOutboxPurge},
+		{"InboxRecordsEachMessageOnce", testInbox},
+		{"OutboxIdentityIsTheStoresOwn", testOutboxIdentity},
+	}
+}
+
 func claimOutbox(t *testing.T, ex store.Executor, at time.Time, owner string, limit int) []*weirtype.OutboxMessage {
 	t.Helper()
 	ms, err := ex.ClaimOutbox(context.Background(), store.OutboxClaimParams{Now: at, Limit: limit, Owner: owner, LeaseFor: lease})

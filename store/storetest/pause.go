@@ -12,6 +12,19 @@ import (
 	"github.com/weirhq/weir/weirtype"
 )
 
+// pauseCases are the cases of store.Pauses and of the claim's obedience to
+// them.
+func pauseCases() []suiteCase {
+	return []suiteCase{
+		{"PauseQueueHoldsItsJobsUntilResumed", testPauseQueue},
+		{"PauseKindHoldsOnlyItsJobs", testPauseKind},
+		{"PauseRefusesBadInput", testPauseInvalid},
+		{"PauseRetryAfterHoldsUntilItsTime", testPauseRetryAfter},
+		{"PauseBreakerLetsOneProbeThroughPerPeriod", testPauseBreakerProbe},
+		{"PauseBreakerProbeTakenOnceByConcurrentClaims", testPauseBreakerConcurrent},
+	}
+}
+
 // insertKinds inserts into queue, a minute before now, one job of each
 // kind, in order, and returns their ids.
 func insertKinds(t *testing.T, ex store.Executor, queue string, kinds ...string) []int64 {

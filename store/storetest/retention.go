@@ -14,6 +14,21 @@ import (
 	"github.com/weirhq/weir/weirtype"
 )
 
+// retentionCases are the cases of progress, output and retention.
+func retentionCases() []suiteCase {
+	return []suiteCase{
+		{"ProgressIsLeaseGuarded", testProgress},
+		{"ProgressRefusesBadValues", testProgressInvalid},
+		{"CompleteOutputs", testCompleteOutputs},
+		{"CompleteOutputsRefusesBadOutput", testCompleteOutputsInvalid},
+		{"PurgeJobsDeletesOnlyOldFinalJobsOfTheKind", testPurgeJobs},
+		{"PurgeJobsInBatches", testPurgeJobsBatches},
+		{"PurgeJobsRefusesBadParams", testPurgeJobsInvalid},
+		{"FinalJobKinds", testFinalJobKinds},
+		{"SweepLeaseOneOwnerAtATime", testSweepLease},
+	}
+}
+
 func testProgress(t *testing.T, h Harness) {
 	ctx := context.Background()
 	ex := migrated(t, h).Executor()

@@ -55,11 +55,9 @@ func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 // now is the suite's clock: whole microseconds, which every driver keeps.
 var now = time.Date(2026, 1, 21, 15, 30, 0, 0, time.UTC)
 
-// Run runs every case of the suite. The table lists them by the file
-// that holds them; a new case is added to it.
+// Run runs every case of the suite.
 func Run(t *testing.T, h Harness) {
 	cases := []suiteCase{
-		// storetest.go: migration, insert and idempotency.
 		{"MigrateFreshAndAgain", testMigrate},
 		{"MigrateRefusesNewerSchema", testSchemaTooNew},
 		{"InsertDefaults", testInsertDefaults},
@@ -75,97 +73,16 @@ func Run(t *testing.T, h Harness) {
 		{"IdempotentWithinOneBatch", testSameKeyInBatch},
 		{"IdempotentBatchOfACompletedKey", testCompletedKeyTwiceInBatch},
 		{"InsertInCallersTransaction", testTransactional},
-
-		// lifecycle.go: the job lifecycle: claim, heartbeat, complete, fail,
-		// snooze, cancel, rescue, release and the dead letters.
-		{"ClaimOrderQueueAndLease", testClaimOrder},
-		{"ClaimLimit", testClaimLimit},
-		{"ClaimConcurrentTakesEachJobOnce", testClaimConcurrent},
-		{"Heartbeat", testHeartbeat},
-		{"CompleteNeedsTheLease", testComplete},
-		{"CompleteManyReportsTheLost", testCompleteMany},
-		{"FailSchedulesARetry", testFailRetry},
-		{"FailAbandonsToDeadLetters", testFailAbandon},
-		{"FailAbandonsForEveryReason", testFailEveryReason},
-		{"SnoozeGivesTheAttemptBack", testSnooze},
-		{"Cancel", testCancel},
-		{"RescueExpiredLeases", testRescueExpired},
-		{"StaleAttemptCannotFinish", testStaleAttempt},
-		{"ReleaseOwned", testReleaseOwned},
-		{"ReleaseOwnedExceptKeepsTheLeasesRunning", testReleaseOwnedExcept},
-		{"DeadLetterListRequeuePurge", testDeadLetterOps},
-		{"DeadLetterFilterByJobID", testDeadLetterByJobID},
-
-		// deadlines.go
-		{"ExpireDeadlines", testExpireDeadlines},
-		{"CompleteLateOfAHeldLease", testCompleteLateHeld},
-		{"CompleteLateAfterExpiry", testCompleteLateAfterExpiry},
-		{"AcceptLateResult", testAcceptLateResult},
-		{"AcceptLateResultOfARequeuedJob", testAcceptLateResultConflict},
-		{"ListStuck", testListStuck},
-		{"RequeueClearsTheDeadlineAndRecordsItself", testRequeueAfterDeadline},
-		{"CountJobs", testCountJobs},
-
-		// outbox.go
-		{"OutboxAddAndClaim", testOutboxAddAndClaim},
-		{"OutboxInCallersTransaction", testOutboxTransactional},
-		{"OutboxPublishedAndRetried", testOutboxPublishAndRetry},
-		{"OutboxKeepsKeyOrder", testOutboxKeyOrder},
-		{"OutboxConcurrentClaimsTakeEachOnce", testOutboxConcurrent},
-		{"OutboxClaimSkipsWhatTheOwnerHolds", testOutboxHolding},
-		{"OutboxReleaseGivesBackAtOnce", testOutboxRelease},
-		{"OutboxOneRelayAtATime", testOutboxOneRelay},
-		{"OutboxPurge", testOutboxPurge},
-		{"InboxRecordsEachMessageOnce", testInbox},
-		{"OutboxIdentityIsTheStoresOwn", testOutboxIdentity},
-
-		// workflow.go: the workflow contexts and the effect ledger.
-		{"WorkflowCreateGetAdvance", testWorkflowLifecycle},
-		{"WorkflowRefusesBadParams", testWorkflowInvalid},
-		{"WorkflowInCallersTransaction", testWorkflowTransactional},
-		{"WorkflowList", testWorkflowList},
-		{"WorkflowConcurrentAdvanceMovesOnce", testWorkflowConcurrentAdvance},
-		{"EffectBeginAndFinish", testEffectBeginFinish},
-		{"EffectConcurrentBeginsBeginOnce", testEffectConcurrentBegin},
-		{"EffectListAndCount", testEffectListCount},
-
-		// jobs.go: the operator's job calls: ListJobs and RetryJob.
-		{"ListJobsFiltersNewestFirst", testListJobs},
-		{"ListJobsPagesWithBefore", testListJobsPaging},
-		{"ListJobsRefusesBadFilters", testListJobsInvalid},
-		{"RetryJobByState", testRetryJob},
-		{"RetryJobOfDeadDeletesItsDeadLetter", testRetryDead},
-		{"RetryJobKeepsCountingAttempts", testRetryStaleLease},
-
-		// history.go: what operators read: a workflow's history and the
-		// outbox's backlog.
-		{"WorkflowHistoryRecordsEachCommittedChange", testWorkflowHistory},
-		{"WorkflowHistoryInCallersTransaction", testWorkflowHistoryTransactional},
-		{"WorkflowHistoryConcurrentAdvanceRecordsOnce", testWorkflowHistoryConcurrent},
-		{"OutboxBacklogCountsThePending", testOutboxBacklog},
-
-		// pause.go: store.Pauses, and the claim's obedience to them.
-		{"PauseQueueHoldsItsJobsUntilResumed", testPauseQueue},
-		{"PauseKindHoldsOnlyItsJobs", testPauseKind},
-		{"PauseRefusesBadInput", testPauseInvalid},
-		{"PauseRetryAfterHoldsUntilItsTime", testPauseRetryAfter},
-		{"PauseBreakerLetsOneProbeThroughPerPeriod", testPauseBreakerProbe},
-		{"PauseBreakerProbeTakenOnceByConcurrentClaims", testPauseBreakerConcurrent},
-
-		// retention.go: progress, output and retention.
-		{"ProgressIsLeaseGuarded", testProgress},
-		{"ProgressRefusesBadValues", testProgressInvalid},
-		{"CompleteOutputs", testCompleteOutputs},
-		{"CompleteOutputsRefusesBadOutput", testCompleteOutputsInvalid},
-		{"PurgeJobsDeletesOnlyOldFinalJobsOfTheKind", testPurgeJobs},
-		{"PurgeJobsInBatches", testPurgeJobsBatches},
-		{"PurgeJobsRefusesBadParams", testPurgeJobsInvalid},
-		{"FinalJobKinds", testFinalJobKinds},
-		{"SweepLeaseOneOwnerAtATime", testSweepLease},
-
-		// simulation.go
-		{"SimulatedLifecycleUnderFaults", testSimulation},
 	}
+	cases = append(cases, lifecycleCases()...)
+	cases = append(cases, deadlineCases()...)
+	cases = append(cases, messagingCases()...)
+	cases = append(cases, workflowCases()...)
+	cases = append(cases, jobCases()...)
+	cases = append(cases, historyCases()...)
+	cases = append(cases, pauseCases()...)
+	cases = append(cases, retentionCases()...)
+	cases = append(cases, suiteCase{"SimulatedLifecycleUnderFaults", testSimulation})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -15,6 +15,21 @@ import (
 	"github.com/weirhq/weir/weirtype"
 )
 
+// workflowCases are the cases of the workflow contexts and the effect
+// ledger.
+func workflowCases() []suiteCase {
+	return []suiteCase{
+		{"WorkflowCreateGetAdvance", testWorkflowLifecycle},
+		{"WorkflowRefusesBadParams", testWorkflowInvalid},
+		{"WorkflowInCallersTransaction", testWorkflowTransactional},
+		{"WorkflowList", testWorkflowList},
+		{"WorkflowConcurrentAdvanceMovesOnce", testWorkflowConcurrentAdvance},
+		{"EffectBeginAndFinish", testEffectBeginFinish},
+		{"EffectConcurrentBeginsBeginOnce", testEffectConcurrentBegin},
+		{"EffectListAndCount", testEffectListCount},
+	}
+}
+
 func testWorkflowLifecycle(t *testing.T, h Harness) {
 	s := migrated(t, h)
 	ex := s.Executor()
