@@ -65,8 +65,9 @@ func (c *Client) Pause(ctx context.Context, p PauseParams) (*weirtype.Pause, err
 // operator's, a breaker's, a Retry-After's. It returns the pauses it
 // ended, or an error wrapping store.ErrNotFound when there was none. The
 // queue's producer in this client claims at once; other processes at
-// their next poll. A breaker still open in some process pauses the kind
-// again at its next refused call.
+// their next poll. A kind whose breaker is still open in some process is
+// paused again when that breaker next opens; meanwhile the calls it
+// refuses are snoozed to its probe time, their attempts given back.
 func (c *Client) Resume(ctx context.Context, queue, kind string) ([]*weirtype.Pause, error) {
 	if queue == "" {
 		if r := c.kinds[kind]; r != nil {
