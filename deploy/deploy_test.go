@@ -293,8 +293,10 @@ func baseName(n string, registered map[string]bool) string {
 	return n
 }
 
-// countStore is a store.Store whose executor answers CountJobs; any other
-// method panics (the nil embedded interfaces), which the test would report.
+// countStore is a store.Store whose executor answers CountJobs and
+// ListPauses (one operator's pause, so that the pause series are exported);
+// any other method panics (the nil embedded interfaces), which the test
+// would report.
 type countStore struct {
 	store.Store
 	counts []store.JobCount
@@ -309,6 +311,10 @@ type countExecutor struct {
 
 func (e countExecutor) CountJobs(context.Context, time.Time) ([]store.JobCount, error) {
 	return e.s.counts, nil
+}
+
+func (e countExecutor) ListPauses(_ context.Context, now time.Time) ([]*weirtype.Pause, error) {
+	return []*weirtype.Pause{{Queue: "default", Cause: weirtype.PauseOperator, By: "test", PausedAt: now.Add(-time.Minute)}}, nil
 }
 
 // dashboard is the part of a Grafana dashboard the tests read.

@@ -22,6 +22,9 @@ func TestExecutorIsItsRolesEachMethodOnce(t *testing.T) {
 		"Ledger":      reflect.TypeFor[store.Ledger](),
 		"DeadLetters": reflect.TypeFor[store.DeadLetters](),
 		"Operator":    reflect.TypeFor[store.Operator](),
+		"Results":     reflect.TypeFor[store.Results](),
+		"Retention":   reflect.TypeFor[store.Retention](),
+		"Pauses":      reflect.TypeFor[store.Pauses](),
 	}
 	owner := map[string]string{}
 	for name, role := range roles {
