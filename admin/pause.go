@@ -28,7 +28,9 @@ type Pause struct {
 	Until *time.Time `json:"until,omitempty"`
 }
 
-func pauseOf(p *weirtype.Pause) Pause {
+// PauseOf is p as the admin API (and weir's JSON output elsewhere, such as
+// the CLI's) shows it.
+func PauseOf(p *weirtype.Pause) Pause {
 	v := Pause{Queue: p.Queue, Kind: p.Kind, Cause: string(p.Cause), By: p.By, Reason: p.Reason, PausedAt: p.PausedAt.UTC()}
 	if !p.Until.IsZero() {
 		u := p.Until.UTC()
@@ -40,7 +42,7 @@ func pauseOf(p *weirtype.Pause) Pause {
 func pausesOf(ps []*weirtype.Pause) []Pause {
 	out := make([]Pause, len(ps))
 	for i, p := range ps {
-		out[i] = pauseOf(p)
+		out[i] = PauseOf(p)
 	}
 	return out
 }
@@ -92,7 +94,7 @@ func (h *handler) pause(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.log.Info("paused by an operator", "queue", p.Queue, "kind", p.Kind, "by", p.By, "reason", p.Reason)
-	writeJSON(w, http.StatusOK, pauseOf(paused))
+	writeJSON(w, http.StatusOK, PauseOf(paused))
 }
 
 // resumeBody is the body of POST /api/admin/pauses/resume.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -230,17 +229,10 @@ func (s *Service) blobUnavailable(err error) (error, bool) {
 // uploadIn copies the file at src (a path the caller of Ingest named) to
 // rel in the incoming container.
 func (s *Service) uploadIn(ctx context.Context, src, rel string) error {
-	in, err := os.Open(src)
+	in, _, err := openRegular(src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	fi, err := in.Stat()
-	if err != nil {
-		return err
-	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s: %s, not a regular file", src, fi.Mode().Type())
-	}
 	return s.blobs.Incoming.Upload(ctx, rel, in, "", nil)
 }

@@ -240,23 +240,34 @@ func (s *Service) writeFileAtomic(name string, b []byte, perm fs.FileMode) error
 	return s.root.Rename(tmp, name)
 }
 
+// openRegular opens the file at src, a path the caller of Ingest named,
+// refusing anything but a regular file.
+func openRegular(src string) (*os.File, os.FileInfo, error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := in.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s: %s, not a regular file", src, fi.Mode().Type())
+	}
+	if err != nil {
+		in.Close()
+		return nil, nil, err
+	}
+	return in, fi, nil
+}
+
 // copyIn copies the file at src (anywhere: a path the caller of Ingest
 // named) to dst under the data directory, through a temporary file
 // renamed into place so a scan never sees half a file. The copy is no
 // more readable than src (and readable by its owner, who processes it).
 func (s *Service) copyIn(src, dst string) error {
-	in, err := os.Open(src)
+	in, fi, err := openRegular(src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	fi, err := in.Stat()
-	if err != nil {
-		return err
-	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s: %s, not a regular file", src, fi.Mode().Type())
-	}
 	if err := s.root.MkdirAll(path.Dir(dst), 0o755); err != nil {
 		return err
 	}

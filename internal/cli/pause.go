@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weirhq/weir/admin"
 	"github.com/weirhq/weir/ingest/pipeline"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/weirtype"
@@ -122,31 +123,11 @@ func setupJobsPaused(fs *flag.FlagSet) subRun {
 				return err
 			}
 			if *asJSON {
-				return writeJSONLines(s.stdout, ps, func(p *weirtype.Pause) any { return pauseRecordOf(p) })
+				return writeJSONLines(s.stdout, ps, func(p *weirtype.Pause) any { return admin.PauseOf(p) })
 			}
 			return writePauses(s.stdout, ps)
 		})
 	}
-}
-
-// pauseRecord is a pause as the CLI prints it in JSON.
-type pauseRecord struct {
-	Queue    string     `json:"queue"`
-	Kind     string     `json:"kind,omitempty"`
-	Cause    string     `json:"cause"`
-	By       string     `json:"by,omitempty"`
-	Reason   string     `json:"reason,omitempty"`
-	PausedAt time.Time  `json:"paused_at"`
-	Until    *time.Time `json:"until,omitempty"`
-}
-
-func pauseRecordOf(p *weirtype.Pause) pauseRecord {
-	r := pauseRecord{Queue: p.Queue, Kind: p.Kind, Cause: string(p.Cause), By: p.By, Reason: p.Reason, PausedAt: p.PausedAt.UTC()}
-	if !p.Until.IsZero() {
-		u := p.Until.UTC()
-		r.Until = &u
-	}
-	return r
 }
 
 // pauseTargetName names what p pauses: "queue q" or "kind k of queue q".
@@ -177,13 +158,13 @@ func writePauses(w io.Writer, ps []*weirtype.Pause) error {
 // paused.
 type statusRecord struct {
 	pipeline.Status
-	Pauses []pauseRecord `json:"pauses"`
+	Pauses []admin.Pause `json:"pauses"`
 }
 
 func statusRecordOf(st pipeline.Status, ps []*weirtype.Pause) statusRecord {
-	r := statusRecord{Status: st, Pauses: []pauseRecord{}}
+	r := statusRecord{Status: st, Pauses: []admin.Pause{}}
 	for _, p := range ps {
-		r.Pauses = append(r.Pauses, pauseRecordOf(p))
+		r.Pauses = append(r.Pauses, admin.PauseOf(p))
 	}
 	return r
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirhq/weir/admin"
 	"github.com/weirhq/weir/store"
 )
 
@@ -34,7 +35,7 @@ func TestJobsPauseAndResume(t *testing.T) {
 	code, out, errOut = f.run("jobs", "paused")
 	want(t, "jobs paused", code, 0, out+errOut, "QUEUE", "docs", "extract", "operator", "alice", "LLM quota")
 	code, out, _ = f.run("jobs", "paused", "-json")
-	var rec pauseRecord
+	var rec admin.Pause
 	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &rec); code != 0 || err != nil || rec.By != "alice" || rec.Kind != "extract" {
 		t.Fatalf("jobs paused -json: exit %d, %+v, %v:\n%s", code, rec, err, out)
 	}
