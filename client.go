@@ -205,12 +205,16 @@ func (c Config) withDefaults() (Config, error) {
 // ReleaseOwnedExcept), rather than leave them to the rescue a lease
 // later. It is safe for concurrent use.
 type Client struct {
-	cfg    Config
-	ex     engineStore
-	kinds  map[string]*registration
-	clock  clock.Clock
-	log    *slog.Logger
-	tracer trace.Tracer
+	cfg   Config
+	ex    engineStore
+	kinds map[string]*registration
+	// limits are the kinds' MaxRunning and Rate by key, and unlimited
+	// the kinds with neither, which Start records in the store.
+	limits    []store.LimitParams
+	unlimited []string
+	clock     clock.Clock
+	log       *slog.Logger
+	tracer    trace.Tracer
 
 	producers map[string]*producer
 	periodic  []*periodicJob
@@ -267,6 +271,7 @@ type engineStore interface {
 	store.Sweep
 	store.DeadLetters
 	store.Pauses
+	store.Limits
 }
 
 const (
@@ -315,7 +320,13 @@ func NewClient(cfg Config) (*Client, error) {
 			return nil, fmt.Errorf("weir: kind %q uses queue %q, which Config.Queues does not name", kind, r.cfg.Queue)
 		}
 	}
+	limits, unlimited, err := kindLimits(kinds)
+	if err != nil {
+		return nil, err
+	}
 	c := &Client{
+		limits:      limits,
+		unlimited:   unlimited,
 		cfg:         cfg,
 		ex:          cfg.Store.Executor(),
 		kinds:       kinds,
@@ -380,19 +391,24 @@ func (c *Client) Start(ctx context.Context) error {
 	c.mu.Unlock()
 
 	released, err := c.ex.ReleaseOwned(ctx, c.clock.Now(), c.cfg.ID, false)
+	if err != nil {
+		err = fmt.Errorf("weir: Start: take back the jobs of %s: %w", c.cfg.ID, err)
+	} else {
+		err = c.applyLimits(ctx)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.state == stateStopping {
 		// Stop began meanwhile and waits for this: start nothing.
 		close(c.stopped)
 		if err != nil {
-			return fmt.Errorf("weir: Start: take back the jobs of %s: %w", c.cfg.ID, err)
+			return err
 		}
 		return errStartAfterStop
 	}
 	if err != nil {
 		c.state = stateNew
-		return fmt.Errorf("weir: Start: take back the jobs of %s: %w", c.cfg.ID, err)
+		return err
 	}
 	if len(released) > 0 {
 		c.log.Info("took back the jobs a previous run left running", "owner", c.cfg.ID, "jobs", len(released))

@@ -138,8 +138,32 @@ type KindConfig struct {
 	// the same key is held in the store until the hint has passed (at
 	// most MaxRetryAfter), so that no process claims their jobs before
 	// the server allows. Every process working those kinds must name the
-	// key alike. Default none: a hint delays only its own job.
+	// key alike. Default none: a hint delays only its own job. The key
+	// also groups the kind's MaxRunning and Rate limits with those of the
+	// other kinds naming it.
 	RateLimitKey string
+	// MaxRunning is how many attempts of the kind (with every kind of its
+	// RateLimitKey, if it names one) may run at once across every process
+	// that shares the store: the claim in the store counts them, so no
+	// process takes more than the rest leave. 0 means no such limit.
+	MaxRunning int
+	// Rate is how many attempts of the kind (with every kind of its
+	// RateLimitKey) may start per interval across every process: at most
+	// Rate.N in each window of Rate.Per, the windows aligned to the clock
+	// (a 1-minute rate counts from each minute's start). Starts count
+	// retries. The zero value means no such limit.
+	//
+	// The client records MaxRunning and Rate in the store at Start (and
+	// removes the limits of its kinds that name none), so that every
+	// process obeys them; kinds sharing a RateLimitKey must give the same
+	// limits, and every process working them the same.
+	Rate Rate
+}
+
+// Rate is a rate limit: at most N starts in each window of Per.
+type Rate struct {
+	N   int
+	Per time.Duration
 }
 
 // normalized returns c with its defaults, or an error naming the bad field.
@@ -162,6 +186,13 @@ func (c KindConfig) normalized(kind string) (KindConfig, error) {
 		return bad("MaxRetryAfter %v is negative", c.MaxRetryAfter)
 	case c.Retention < 0:
 		return bad("Retention %v is negative (KeepJobs keeps the kind's jobs)", c.Retention)
+	case c.MaxRunning < 0:
+		return bad("MaxRunning %d is negative", c.MaxRunning)
+	}
+	if c.MaxRunning > 0 || c.Rate != (Rate{}) {
+		if _, err := c.limit(kind).Normalize(); err != nil {
+			return bad("MaxRunning %d, Rate %d per %v: %w", c.MaxRunning, c.Rate.N, c.Rate.Per, err)
+		}
 	}
 	if err := c.Backoff.Validate(); err != nil {
 		return bad("Backoff: %w", err)

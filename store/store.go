@@ -67,7 +67,7 @@ type Transactor interface {
 // Deadlines, Sweep, DeadLetters; an outbox relay Outbox; a consumer Inbox;
 // the workflow engine Workflows and Jobs; the effect ledger Ledger; the
 // metrics' scrape-time collector Sweep; an operator's tools DeadLetters,
-// Operator and Pauses.
+// Operator, Pauses and Limits.
 type Executor interface {
 	Jobs
 	Leases
@@ -82,6 +82,7 @@ type Executor interface {
 	Results
 	Retention
 	Pauses
+	Limits
 }
 
 // Jobs inserts, reads and cancels jobs: what a client that only inserts

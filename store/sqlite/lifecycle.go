@@ -32,26 +32,41 @@ import (
 // claimJobs takes up to ?5 jobs of queue ?4 at time ?1 for owner ?2 until
 // ?3. Each arm of the UNION walks the partial index of its state
 // (weir_jobs_available, weir_jobs_scheduled: queue, priority DESC,
-// scheduled_at, id) in order and stops at the limit, so a claim reads at
-// most twice the limit of index entries (plus scheduled jobs not yet due
-// that outrank due ones) however long the queue is; one query with
-// "state = 'available' OR state = 'scheduled'" would sort every waiting job
-// of the queue instead. The limit is limit5, not a bare ?5: see there.
-const claimJobs = `UPDATE weir_jobs SET
+// scheduled_at, id, kind) in order and stops at the limit, so a claim
+// reads at most twice the limit of index entries (plus scheduled jobs not
+// yet due that outrank due ones) however long the queue is; one query
+// with "state = 'available' OR state = 'scheduled'" would sort every
+// waiting job of the queue instead. The limit is limit5, not a bare ?5:
+// see there.
+var claimJobs = claimWhere("")
+
+// claimUnlimited is claimJobs for the jobs of the kinds that count against
+// no limit, and claimLimited for those of the kinds in the JSON array ?6
+// (see limit.go).
+var (
+	claimUnlimited = claimWhere(` AND kind NOT IN (SELECT kind FROM weir_limit_kinds)`)
+	claimLimited   = claimWhere(` AND kind IN (SELECT value FROM json_each(?6))`)
+)
+
+// claimWhere is the claim of claimJobs, of the jobs that meet the
+// condition and too.
+func claimWhere(and string) string {
+	return `UPDATE weir_jobs SET
 	state = 'running', attempt = attempt + 1, attempted_at = ?1, updated_at = ?1, lease_owner = ?2, lease_expires_at = ?3
 	WHERE id IN (
 		SELECT id FROM (
 			SELECT id, priority, scheduled_at FROM (
 				SELECT id, priority, scheduled_at FROM weir_jobs
-				WHERE state = 'available' AND queue = ?4 AND ` + notPaused + `
+				WHERE state = 'available' AND queue = ?4 AND ` + notPaused + and + `
 				ORDER BY priority DESC, scheduled_at, id LIMIT ` + limit5 + `)
 			UNION ALL
 			SELECT id, priority, scheduled_at FROM (
 				SELECT id, priority, scheduled_at FROM weir_jobs
-				WHERE state = 'scheduled' AND queue = ?4 AND scheduled_at <= ?1 AND ` + notPaused + `
+				WHERE state = 'scheduled' AND queue = ?4 AND scheduled_at <= ?1 AND ` + notPaused + and + `
 				ORDER BY priority DESC, scheduled_at, id LIMIT ` + limit5 + `))
 		ORDER BY priority DESC, scheduled_at, id LIMIT ` + limit5 + `)
 	RETURNING ` + jobColumns
+}
 
 // limit3 and limit5 are the LIMIT clauses of the prepared statements whose
 // limit is parameter ?3 or ?5. SQLite compiles a LIMIT that is a bare
@@ -81,19 +96,37 @@ func (e executor) Claim(ctx context.Context, p store.ClaimParams) ([]*weirtype.J
 	}
 	var jobs []*weirtype.Job
 	err := e.write(ctx, func(tx *sql.Tx) error {
-		probes, err := e.claimProbes(ctx, tx, p)
-		if err != nil || len(probes) == p.Limit {
-			jobs = probes
-			return err
-		}
-		rows, err := e.s.stmts.query(ctx, tx, claimJobs,
-			encodeTime(p.Now), p.Owner, encodeTime(p.Now.Add(p.LeaseFor)), p.Queue, p.Limit-len(probes))
+		limits, err := e.loadLimits(ctx, tx)
 		if err != nil {
 			return err
 		}
-		jobs, err = scanJobs(rows, min(p.Limit, 100))
-		jobs = append(jobs, probes...)
-		return err
+		jobs, err = e.claimProbes(ctx, tx, p, limits)
+		if err != nil || len(jobs) == p.Limit {
+			return err
+		}
+		claim := claimJobs
+		if len(limits.byKind) > 0 {
+			limited, err := e.claimUnderLimits(ctx, tx, p, limits, p.Limit-len(jobs))
+			if err != nil {
+				return err
+			}
+			jobs = append(jobs, limited...)
+			if len(jobs) == p.Limit {
+				return limits.record(ctx, tx, p.Now)
+			}
+			claim = claimUnlimited
+		}
+		rows, err := e.s.stmts.query(ctx, tx, claim,
+			encodeTime(p.Now), p.Owner, encodeTime(p.Now.Add(p.LeaseFor)), p.Queue, p.Limit-len(jobs))
+		if err != nil {
+			return err
+		}
+		rest, err := scanJobs(rows, min(p.Limit-len(jobs), 100))
+		jobs = append(jobs, rest...)
+		if err != nil {
+			return err
+		}
+		return limits.record(ctx, tx, p.Now)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim jobs of queue %q: %w", p.Queue, err)

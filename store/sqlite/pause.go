@@ -147,9 +147,10 @@ const claimProbe = `UPDATE weir_jobs SET
 	RETURNING ` + jobColumns
 
 // claimProbes takes, in tx, one probe of each kind of p.Queue whose
-// breaker pause lets one through at p.Now, up to p.Limit, and holds each
-// such pause one open period more.
-func (e executor) claimProbes(ctx context.Context, tx *sql.Tx, p store.ClaimParams) ([]*weirtype.Job, error) {
+// breaker pause lets one through at p.Now (and whose limit, if any, lets
+// one more start), up to p.Limit, and holds each such pause one open
+// period more.
+func (e executor) claimProbes(ctx context.Context, tx *sql.Tx, p store.ClaimParams, limits *claimLimits) ([]*weirtype.Job, error) {
 	type due struct {
 		kind    string
 		openFor int64
@@ -167,6 +168,16 @@ func (e executor) claimProbes(ctx context.Context, tx *sql.Tx, p store.ClaimPara
 		if len(jobs) == p.Limit {
 			break
 		}
+		l := limits.byKind[d.kind]
+		if l != nil {
+			room, err := limits.room(ctx, tx, l, p.Now, 1)
+			if err != nil {
+				return nil, err
+			}
+			if room == 0 {
+				continue // the probe waits for the limit, as any attempt does
+			}
+		}
 		j, err := scanJob(tx.QueryRowContext(ctx, claimProbe, encodeTime(p.Now), p.Owner, encodeTime(p.Now.Add(p.LeaseFor)), p.Queue, d.kind))
 		if errors.Is(err, sql.ErrNoRows) {
 			continue // nothing of the kind waits: the next job due is the probe
@@ -178,6 +189,9 @@ func (e executor) claimProbes(ctx context.Context, tx *sql.Tx, p store.ClaimPara
 			WHERE queue = ?3 AND kind = ?4 AND cause = 'breaker'`,
 			encodeTime(p.Now.Add(time.Duration(d.openFor)*time.Microsecond)), j.ID, p.Queue, d.kind); err != nil {
 			return nil, err
+		}
+		if l != nil {
+			limits.took(l, p.Now, 1)
 		}
 		jobs = append(jobs, j)
 	}

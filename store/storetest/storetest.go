@@ -82,6 +82,7 @@ func Run(t *testing.T, h Harness) {
 	cases = append(cases, historyCases()...)
 	cases = append(cases, pauseCases()...)
 	cases = append(cases, retentionCases()...)
+	cases = append(cases, limitCases()...)
 	cases = append(cases, suiteCase{"SimulatedLifecycleUnderFaults", testSimulation})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,0 +1,175 @@
+package weir_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/weirtype"
+)
+
+// gate is a worker whose attempts wait for release, and which keeps the
+// most attempts it saw running at once.
+type gate struct {
+	release             chan struct{}
+	running, most, done atomic.Int64
+}
+
+func newGate() *gate { return &gate{release: make(chan struct{})} }
+
+func (g *gate) work(ctx context.Context, _ *weir.Job[task]) error {
+	n := g.running.Add(1)
+	for {
+		m := g.most.Load()
+		if n <= m || g.most.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	defer g.running.Add(-1)
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	g.done.Add(1)
+	return nil
+}
+
+// secondClient starts another client of the env's store, as another
+// process would, with the same worker and kind config.
+func (e *env) secondClient(w weir.Worker[task], kc weir.KindConfig) *weir.Client {
+	e.t.Helper()
+	ws := weir.NewWorkers()
+	if err := weir.AddWorker(ws, w, kc); err != nil {
+		e.t.Fatal(err)
+	}
+	c, err := weir.NewClient(weir.Config{Store: e.s, Workers: ws, ID: "second", Clock: e.fc, Logger: testLogger()})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = stopOnFakeClock(c, e.fc) })
+	if err := c.Start(context.Background()); err != nil {
+		e.t.Fatal(err)
+	}
+	return c
+}
+
+// MaxRunning holds across clients: two clients of ten workers each run at
+// most two attempts of the kind between them, and run every job.
+func TestMaxRunningHoldsAcrossClients(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		g := newGate()
+		kc := weir.KindConfig{MaxRunning: 2}
+		e := newEnvOn(t, open, weir.WorkFunc(g.work), kc, nil).start()
+		e.secondClient(weir.WorkFunc(g.work), kc)
+		var ids []int64
+		for range 6 {
+			ids = append(ids, e.insert(task{}, nil).ID)
+		}
+		e.advanceUntil(100*time.Millisecond, func() bool { return g.running.Load() == 2 })
+		for range 5 {
+			e.advance(time.Second)
+		}
+		if n := g.most.Load(); n != 2 {
+			t.Fatalf("%d attempts ran at once, want the limit's 2", n)
+		}
+		ls, err := e.c.ListLimits(ctx)
+		if err != nil || len(ls) != 1 || ls[0].Key != "task" || ls[0].MaxRunning != 2 || ls[0].Running != 2 {
+			t.Fatalf("ListLimits = %+v, %v; want task's limit of 2 with 2 running", ls, err)
+		}
+		close(g.release)
+		for _, id := range ids {
+			e.advanceUntil(100*time.Millisecond, func() bool { return e.job(id).State == weirtype.StateCompleted })
+		}
+		if n := g.most.Load(); n != 2 {
+			t.Fatalf("%d attempts ran at once, want the limit's 2", n)
+		}
+	})
+}
+
+// Rate holds across clients: three starts an hour, whichever client
+// claims; the next window lets the rest start.
+func TestRateHoldsAcrossClients(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		g := newGate()
+		close(g.release)
+		kc := weir.KindConfig{Rate: weir.Rate{N: 3, Per: time.Hour}}
+		e := newEnvOn(t, open, weir.WorkFunc(g.work), kc, nil).start()
+		e.secondClient(weir.WorkFunc(g.work), kc)
+		for range 5 {
+			e.insert(task{}, nil)
+		}
+		e.advanceUntil(100*time.Millisecond, func() bool { return g.done.Load() == 3 })
+		for range 5 {
+			e.advance(time.Second)
+		}
+		if n := g.done.Load(); n != 3 {
+			t.Fatalf("%d jobs ran in the hour, want the rate's 3", n)
+		}
+		ls, err := e.c.ListLimits(ctx)
+		if err != nil || len(ls) != 1 || ls[0].WindowStarts != 3 || !ls[0].WindowStart.Equal(t0.Truncate(time.Hour)) {
+			t.Fatalf("ListLimits = %+v, %v; want 3 starts in the window of %v", ls, err, t0.Truncate(time.Hour))
+		}
+		e.advance(t0.Truncate(time.Hour).Add(time.Hour).Sub(e.fc.Now()))
+		e.advanceUntil(100*time.Millisecond, func() bool { return g.done.Load() == 5 })
+	})
+}
+
+// A client records its kinds' limits at Start, and removes those its
+// kinds no longer give.
+func TestStartRecordsAndRemovesLimits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g := newGate()
+	e := newEnv(t, weir.WorkFunc(g.work), weir.KindConfig{MaxRunning: 4, Rate: weir.Rate{N: 10, Per: time.Second}}, nil).start()
+	ls, err := e.c.ListLimits(ctx)
+	if err != nil || len(ls) != 1 || ls[0].MaxRunning != 4 || ls[0].Rate != 10 || ls[0].Per != time.Second ||
+		!slices.Equal(ls[0].Kinds, []string{"task"}) {
+		t.Fatalf("ListLimits = %+v, %v; want task's", ls, err)
+	}
+	second := e.secondClient(weir.WorkFunc(g.work), weir.KindConfig{})
+	if ls, err := second.ListLimits(ctx); err != nil || len(ls) != 0 {
+		t.Fatalf("ListLimits after a client without limits started = %+v, %v; want none", ls, err)
+	}
+}
+
+func TestLimitConfigRefusesBadValues(t *testing.T) {
+	t.Parallel()
+	g := newGate()
+	for _, c := range []struct {
+		kc   weir.KindConfig
+		want string
+	}{
+		{weir.KindConfig{MaxRunning: -1}, "MaxRunning -1 is negative"},
+		{weir.KindConfig{Rate: weir.Rate{N: 5}}, "per 0s is outside"},
+		{weir.KindConfig{Rate: weir.Rate{N: -1, Per: time.Second}}, "rate -1 is negative"},
+		{weir.KindConfig{Rate: weir.Rate{Per: time.Second}}, "per 1s is set without a rate"},
+	} {
+		err := weir.AddWorker(weir.NewWorkers(), weir.WorkFunc(g.work), c.kc)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("AddWorker(%+v) = %v, want an error with %q", c.kc, err, c.want)
+		}
+	}
+	// Kinds sharing a key must give it the same limits.
+	ws := weir.NewWorkers()
+	if err := weir.AddWorker(ws, weir.WorkFunc(g.work), weir.KindConfig{RateLimitKey: "llm", MaxRunning: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := weir.AddWorker(ws, weir.WorkFunc(func(context.Context, *weir.Job[other]) error { return nil }),
+		weir.KindConfig{RateLimitKey: "llm", MaxRunning: 3}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := weir.NewClient(weir.Config{Store: sqliteStore(t), Workers: ws})
+	if err == nil || !strings.Contains(err.Error(), `share the limit key "llm" but not its limits`) {
+		t.Fatalf("NewClient with two limits for one key: %v", err)
+	}
+}
+
