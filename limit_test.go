@@ -172,4 +172,3 @@ func TestLimitConfigRefusesBadValues(t *testing.T) {
 		t.Fatalf("NewClient with two limits for one key: %v", err)
 	}
 }
-
