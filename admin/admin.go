@@ -90,7 +90,8 @@ type ReindexRun struct {
 // operator's roles (store.Operator: list and retry jobs; store.DeadLetters;
 // store.Sweep: stuck work and counts), a job read or cancelled, and, read
 // only, the workflows and the outbox's backlog; and the pauses
-// (store.Pauses), listed, made and ended. A store.Executor is one;
+// (store.Pauses), listed, made and ended; and the limits across processes
+// (store.Limits), listed. A store.Executor is one;
 // the admin API claims, completes, inserts and publishes nothing.
 type Store interface {
 	store.Operator
@@ -103,6 +104,7 @@ type Store interface {
 	ListWorkflowTransitions(ctx context.Context, id string, afterVersion int64, limit int) ([]*store.WorkflowTransition, error)
 	OutboxBacklog(ctx context.Context) (store.OutboxBacklog, error)
 	store.Pauses
+	ListLimits(ctx context.Context) ([]*weirtype.Limit, error)
 }
 
 var _ Store = store.Executor(nil)
@@ -186,6 +188,7 @@ func New(cfg Config) (http.Handler, error) {
 		"GET /api/admin/workflows/{workflow}": h.getWorkflow,
 
 		"GET /api/admin/pauses":         h.listPauses,
+		"GET /api/admin/limits":         h.listLimits,
 		"POST /api/admin/pauses":        h.pause,
 		"POST /api/admin/pauses/resume": h.resume,
 

@@ -293,14 +293,20 @@ func setupStatus(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		pauses, err := svc.DB().Store.Executor().ListPauses(ctx, time.Now())
+		ex := svc.DB().Store.Executor()
+		now := time.Now()
+		pauses, err := ex.ListPauses(ctx, now)
+		if err != nil {
+			return err
+		}
+		limits, err := ex.ListLimits(ctx)
 		if err != nil {
 			return err
 		}
 		if *asJSON {
-			return writeIndented(s.stdout, statusRecordOf(st, pauses))
+			return writeIndented(s.stdout, statusRecordOf(st, pauses, limits))
 		}
-		_, err = io.WriteString(s.stdout, formatStatus(st)+formatPauses(pauses))
+		_, err = io.WriteString(s.stdout, formatStatus(st)+formatPauses(pauses)+formatLimits(limits, now))
 		return err
 	}
 }

@@ -42,7 +42,7 @@ func jobsGroup() group {
 			usage:   "weir jobs cancel ID...",
 			setup:   setupJobsCancel,
 		},
-	}, pauseSubcommands()...)}
+	}, append(pauseSubcommands(), limitsSubcommand())...)}
 }
 
 func setupJobsList(fs *flag.FlagSet) subRun {

@@ -154,17 +154,21 @@ func writePauses(w io.Writer, ps []*weirtype.Pause) error {
 	})
 }
 
-// statusRecord is "weir status -json": the pipeline's status and what is
-// paused.
+// statusRecord is "weir status -json": the pipeline's status, what is
+// paused and the limits.
 type statusRecord struct {
 	pipeline.Status
 	Pauses []admin.Pause `json:"pauses"`
+	Limits []admin.Limit `json:"limits"`
 }
 
-func statusRecordOf(st pipeline.Status, ps []*weirtype.Pause) statusRecord {
-	r := statusRecord{Status: st, Pauses: []admin.Pause{}}
+func statusRecordOf(st pipeline.Status, ps []*weirtype.Pause, ls []*weirtype.Limit) statusRecord {
+	r := statusRecord{Status: st, Pauses: []admin.Pause{}, Limits: []admin.Limit{}}
 	for _, p := range ps {
 		r.Pauses = append(r.Pauses, admin.PauseOf(p))
+	}
+	for _, l := range ls {
+		r.Limits = append(r.Limits, admin.LimitOf(l))
 	}
 	return r
 }

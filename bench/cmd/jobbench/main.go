@@ -16,6 +16,13 @@
 //
 // It prints the settings, a table, and last a line "ratio weir/river: X.XX"
 // (jobs per second of weir over River's).
+//
+// With -compare limited it runs weir twice instead, without a limit and
+// with KindConfig.MaxRunning -max-running (default twice -workers, a
+// limit that never binds), and prints "ratio limited/unlimited: X.XX":
+// what enforcing a limit across processes in the claim costs.
+//
+//	cd bench && go run ./cmd/jobbench -store postgres -n 50000 -compare limited
 package main
 
 import (
@@ -47,6 +54,7 @@ type settings struct {
 	timeout      time.Duration
 	cpuProfile   string
 	verbose      bool
+	maxRunning   int
 	postgresMode bool
 }
 
@@ -55,7 +63,8 @@ func main() {
 	flag.StringVar(&s.store, "store", "sqlite", "store: postgres or sqlite")
 	flag.IntVar(&s.n, "n", 10000, "jobs to bulk-insert and run")
 	flag.IntVar(&s.workers, "workers", 100, "concurrent workers, the same for both systems")
-	flag.StringVar(&s.compare, "compare", "", `system to compare with: "river", or empty for weir alone`)
+	flag.StringVar(&s.compare, "compare", "", `system to compare with: "river", "limited" (weir with a MaxRunning), or empty for weir alone`)
+	flag.IntVar(&s.maxRunning, "max-running", 0, "KindConfig.MaxRunning of -compare limited (default 2 × -workers)")
 	flag.StringVar(&s.url, "url", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "PostgreSQL URL (-store postgres)")
 	flag.IntVar(&s.latencyN, "latency-n", 200, "jobs inserted one at a time for the latency measurement (0: skip)")
 	flag.IntVar(&s.batch, "batch", 1000, "jobs per bulk-insert call")
@@ -80,8 +89,10 @@ func run(ctx context.Context, out io.Writer, s settings) error {
 	switch {
 	case s.store != "postgres" && s.store != "sqlite":
 		return fmt.Errorf("-store %q: want postgres or sqlite", s.store)
-	case s.compare != "" && s.compare != "river":
-		return fmt.Errorf("-compare %q: want river or nothing", s.compare)
+	case s.compare != "" && s.compare != "river" && s.compare != "limited":
+		return fmt.Errorf("-compare %q: want river, limited or nothing", s.compare)
+	case s.maxRunning < 0:
+		return fmt.Errorf("-max-running %d is negative", s.maxRunning)
 	case s.n <= 0 || s.workers <= 0 || s.batch <= 0 || s.latencyN < 0 || s.maxConns <= 0:
 		return errors.New("-n, -workers, -batch and -max-conns must be positive, -latency-n not negative")
 	case s.poll <= 0 || s.cooldown < time.Millisecond:
@@ -95,9 +106,19 @@ func run(ctx context.Context, out io.Writer, s settings) error {
 
 	printSettings(out, s)
 	var results []result
-	systems := []func(context.Context, settings, *slog.Logger) (result, error){runWeir}
-	if s.compare == "river" {
+	if s.maxRunning == 0 {
+		s.maxRunning = 2 * s.workers
+	}
+	unlimited := func(ctx context.Context, s settings, l *slog.Logger) (result, error) { return runWeir(ctx, s, l, 0) }
+	systems := []func(context.Context, settings, *slog.Logger) (result, error){unlimited}
+	switch s.compare {
+	case "river":
 		systems = append(systems, runRiver)
+	case "limited":
+		fmt.Fprintf(out, "# limited: weir with KindConfig.MaxRunning %d (%d workers)\n", s.maxRunning, s.workers)
+		systems = append(systems, func(ctx context.Context, s settings, l *slog.Logger) (result, error) {
+			return runWeir(ctx, s, l, s.maxRunning)
+		})
 	}
 	for _, sys := range systems {
 		rctx, cancel := context.WithTimeout(ctx, s.timeout)
@@ -112,7 +133,10 @@ func run(ctx context.Context, out io.Writer, s settings) error {
 	}
 	fmt.Fprintln(out)
 	printTable(out, s, results)
-	if len(results) == 2 {
+	switch {
+	case len(results) == 2 && s.compare == "limited":
+		fmt.Fprintf(out, "ratio limited/unlimited: %.2f\n", results[1].rate()/results[0].rate())
+	case len(results) == 2:
 		fmt.Fprintf(out, "ratio weir/river: %.2f\n", results[0].rate()/results[1].rate())
 	}
 	return nil

@@ -45,9 +45,12 @@ func openWeirStore(ctx context.Context, s settings) (st store.Store, count func(
 	return ss, count, cleanup, nil
 }
 
-// runWeir measures weir.
-func runWeir(ctx context.Context, s settings, logger *slog.Logger) (r result, err error) {
+// runWeir measures weir, with KindConfig.MaxRunning maxRunning.
+func runWeir(ctx context.Context, s settings, logger *slog.Logger, maxRunning int) (r result, err error) {
 	r = result{system: "weir", jobs: s.n}
+	if maxRunning > 0 {
+		r.system = fmt.Sprintf("weir max-running=%d", maxRunning)
+	}
 	st, count, cleanup, err := openWeirStore(ctx, s)
 	if err != nil {
 		return r, fmt.Errorf("weir: open store: %w", err)
@@ -59,7 +62,7 @@ func runWeir(ctx context.Context, s settings, logger *slog.Logger) (r result, er
 	if err := weir.AddWorker(workers, weir.WorkFunc(func(_ context.Context, j *weir.Job[noopArgs]) error {
 		sk.handle(j.Args)
 		return nil
-	}), weir.KindConfig{}); err != nil {
+	}), weir.KindConfig{MaxRunning: maxRunning}); err != nil {
 		return r, err
 	}
 	client, err := weir.NewClient(weir.Config{
