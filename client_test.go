@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/internal/syncio"
 	"github.com/weirhq/weir/resilience/backoff"
 	"github.com/weirhq/weir/resilience/retry"
 	"github.com/weirhq/weir/store"
@@ -149,7 +150,7 @@ func (e *decodeError) Error() string { return fmt.Sprintf("not UTF-8 at line %d"
 func TestPermanentErrorDeadLettersAtOnce(t *testing.T) {
 	t.Parallel()
 	eachStore(t, func(t *testing.T, open opener) {
-		logs := &syncBuffer{}
+		logs := &syncio.Buffer{}
 		e := newEnvOn(t, open, weir.WorkFunc(func(context.Context, *weir.Job[task]) error {
 			return retry.Permanent(fmt.Errorf("extract: %w", &decodeError{line: 3}))
 		}), weir.KindConfig{}, func(c *weir.Config) {
@@ -330,7 +331,7 @@ func TestStopWaitsForInFlightJob(t *testing.T) {
 	t.Parallel()
 	eachStore(t, func(t *testing.T, open opener) {
 		started, release := make(chan struct{}), make(chan struct{})
-		logs := &syncBuffer{}
+		logs := &syncio.Buffer{}
 		e := newEnvOn(t, open, weir.WorkFunc(func(context.Context, *weir.Job[task]) error {
 			close(started)
 			<-release

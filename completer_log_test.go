@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/internal/syncio"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/weirtype"
 )
@@ -56,7 +57,7 @@ func TestFailedCompletionBatchLogsOneLine(t *testing.T) {
 	var returned atomic.Int32
 	ex := &batchFailEx{returned: func() bool { return returned.Load() == n }}
 	ex.fail.Store(2)
-	var logs syncBuffer
+	var logs syncio.Buffer
 	release := make(chan struct{})
 	e := newEnv(t, weir.WorkFunc(func(context.Context, *weir.Job[task]) error {
 		<-release

@@ -358,24 +358,6 @@ func (e countedEx) ReleaseOwnedExcept(ctx context.Context, now time.Time, owner 
 	return e.Executor.ReleaseOwnedExcept(ctx, now, owner, keep)
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writes, for logs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // compactJSON is b without insignificant white space: a payload as the
 // caller wrote it, whether the store kept its bytes (SQLite) or its
 // value (PostgreSQL's jsonb).

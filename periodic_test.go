@@ -11,6 +11,7 @@ import (
 
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/internal/syncio"
 	"github.com/weirhq/weir/schedule"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/weirtype"
@@ -21,7 +22,7 @@ var every15 = weir.PeriodicJob{Name: "report", Schedule: "every 15 minutes", Arg
 // periodicClient makes a client with id on s and fc, with a worker for
 // task and the periodic jobs pjs, logging at Debug to logs when it is not
 // nil, and starts it. The client is stopped at the test's end.
-func periodicClient(t *testing.T, s store.Store, fc *clock.Fake, id string, logs *syncBuffer, pjs ...weir.PeriodicJob) *weir.Client {
+func periodicClient(t *testing.T, s store.Store, fc *clock.Fake, id string, logs *syncio.Buffer, pjs ...weir.PeriodicJob) *weir.Client {
 	t.Helper()
 	ws := weir.NewWorkers()
 	if err := weir.AddWorker(ws, weir.WorkFunc(ok), weir.KindConfig{}); err != nil {
@@ -156,7 +157,7 @@ func TestPeriodicTwoClientsOneJobPerTick(t *testing.T) {
 	eachStore(t, func(t *testing.T, open opener) {
 		s := open(t)
 		fc := clock.NewFake(at(15, 37, 0))
-		logs := &syncBuffer{}
+		logs := &syncio.Buffer{}
 		periodicClient(t, s, fc, "a", logs, every15)
 		periodicClient(t, s, fc, "b", logs, every15)
 
@@ -202,7 +203,7 @@ func TestPeriodicRestart(t *testing.T) {
 
 		// Restart 10 s after the 16:00 tick, which a inserted.
 		fc.Set(at(16, 0, 10))
-		logs := &syncBuffer{}
+		logs := &syncio.Buffer{}
 		b := periodicClient(t, s, fc, "test", logs, every15)
 		waitFor(t, func() bool { return strings.Contains(logs.String(), `"msg":"periodic job of the tick exists"`) })
 		checkTicks(t, allJobs(t, s), "report", at(15, 45, 0), at(16, 0, 0))
@@ -277,7 +278,7 @@ func TestPeriodicSkipsTicksThatPassedAtOnce(t *testing.T) {
 	eachStore(t, func(t *testing.T, open opener) {
 		s := open(t)
 		fc := clock.NewFake(at(15, 37, 0))
-		logs := &syncBuffer{}
+		logs := &syncio.Buffer{}
 		periodicClient(t, s, fc, "test", logs, every15)
 		waitDone(t, s, 1)
 		fc.Set(at(16, 40, 0))

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/internal/syncio"
 	"github.com/weirhq/weir/store/postgres"
 	"github.com/weirhq/weir/weirtype"
 )
@@ -450,7 +451,7 @@ type child struct {
 	t      *testing.T
 	id     string
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *syncio.Buffer
 	exited chan struct{} // closed when the process has exited; err is set
 	err    error
 }
@@ -463,7 +464,7 @@ func (h *processHarness) startChild(id string) *child {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(),
 		childEnv+"=1", childURLEnv+"="+h.url, childSchemaEnv+"="+h.s.Schema(), childIDEnv+"="+id)
-	c := &child{t: h.t, id: id, cmd: cmd, stderr: &syncBuffer{}, exited: make(chan struct{})}
+	c := &child{t: h.t, id: id, cmd: cmd, stderr: &syncio.Buffer{}, exited: make(chan struct{})}
 	cmd.Stderr = c.stderr
 	// The child reads its stdin until EOF: if this process dies, the
 	// pipe closes and the child stops instead of working on.

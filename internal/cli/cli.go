@@ -10,11 +10,11 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/weirhq/weir/internal/crashpoint"
 	"github.com/weirhq/weir/internal/envconfig"
+	"github.com/weirhq/weir/internal/syncio"
 )
 
 // Version is the version "weir version" prints. It is "dev" unless set at
@@ -222,18 +222,6 @@ func lookup(name string) (command, bool) {
 	return command{}, false
 }
 
-// syncWriter lets one Write through at a time.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.w.Write(p)
-}
-
 // usageError is a bad command line, or a bad WEIR_ variable. It makes the
 // command exit with exitUsage after its usage line.
 type usageError struct{ msg string }
@@ -269,7 +257,7 @@ func (e usageError) fromEnv(env map[string]bool) usageError {
 func Main(args []string, stdout, stderr io.Writer) int {
 	// Commands write from several goroutines (the logs of a running
 	// service beside a progress bar): one write at a time.
-	stdout, stderr = &syncWriter{w: stdout}, &syncWriter{w: stderr}
+	stdout, stderr = syncio.NewWriter(stdout), syncio.NewWriter(stderr)
 	s := streams{stdout: stdout, stderr: stderr}
 
 	// The top level has no flags yet but -h and --help; parsing with a

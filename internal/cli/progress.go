@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/weirhq/weir/internal/syncio"
 )
 
 // progressBar shows how far long work has come: redrawn in place on a
@@ -21,8 +23,8 @@ type progressBar struct {
 func newProgressBar(w io.Writer) *progressBar {
 	term := false
 	inner := w
-	if sw, ok := w.(*syncWriter); ok {
-		inner = sw.w
+	if sw, ok := w.(*syncio.Writer); ok {
+		inner = sw.Unwrap()
 	}
 	if f, ok := inner.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {

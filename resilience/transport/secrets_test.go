@@ -1,7 +1,6 @@
 package transport_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,10 +9,10 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/internal/syncio"
 	"github.com/weirhq/weir/resilience/retry"
 	"github.com/weirhq/weir/resilience/transport"
 )
@@ -63,24 +62,6 @@ func credentialed(t *testing.T, method, srvURL string) *http.Request {
 	return req
 }
 
-// syncBuffer is a log sink safe for the transport's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func holdsNoSecret(t *testing.T, where, text string) {
 	t.Helper()
 	for _, secret := range []string{bearerKey, azureKey, urlPass} {
@@ -108,7 +89,7 @@ func TestEchoedCredentialsStayOutOfErrorsAndLogs(t *testing.T) {
 		{"500 status line, POST", 500, true, http.MethodPost},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var logs syncBuffer
+			var logs syncio.Buffer
 			srv := echoServer(t, tc.code, tc.inStatus)
 			tr := newTransport(t, transport.Config{
 				Base:   srv.Client().Transport,
@@ -139,7 +120,7 @@ func TestEchoedCredentialsStayOutOfErrorsAndLogs(t *testing.T) {
 	}
 
 	t.Run("cancelled while waiting to retry", func(t *testing.T) {
-		var logs syncBuffer
+		var logs syncio.Buffer
 		clk := clock.NewFake(t0)
 		srv := echoServer(t, 503, true)
 		tr := newTransport(t, transport.Config{
@@ -155,7 +136,7 @@ func TestEchoedCredentialsStayOutOfErrorsAndLogs(t *testing.T) {
 	})
 
 	t.Run("a base transport's error quoting the request", func(t *testing.T) {
-		var logs syncBuffer
+		var logs syncio.Buffer
 		base := &fakeBase{script: []func(*http.Request) (*http.Response, error){
 			func(req *http.Request) (*http.Response, error) {
 				return nil, &url.Error{Op: "proxy " + req.Header.Get("Api-Key"), URL: req.URL.String(),
