@@ -204,11 +204,7 @@ func (c *Client) writeCompletionsBounded(xs []completion) {
 			giveUp(err)
 			return
 		}
-		t := c.clock.NewTimer(d)
-		select {
-		case <-t.C():
-		case <-c.loopsCtx.Done():
-			t.Stop()
+		if !clock.Sleep(c.clock, d, c.loopsCtx.Done()) {
 			giveUp(err)
 			return
 		}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/schedule"
 	"github.com/weirhq/weir/store"
 )
@@ -183,12 +184,8 @@ func (c *Client) runPeriodic(p *periodicJob, start time.Time) {
 		default:
 			wait = next.Sub(now)
 		}
-		t := c.clock.NewTimer(wait)
-		select {
-		case <-c.stopping:
-			t.Stop()
+		if !clock.Sleep(c.clock, wait, c.stopping) {
 			return
-		case <-t.C():
 		}
 		now = c.clock.Now()
 		if next.IsZero() || next.After(now) {

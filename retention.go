@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/store"
 )
 
@@ -164,12 +165,8 @@ func (c *Client) retentionLoop() {
 		if n := sum(res.Deleted); n > 0 {
 			c.log.Info("retention sweep: deleted completed and cancelled jobs past their retention", "jobs", n)
 		}
-		t := c.clock.NewTimer(c.cfg.RetentionEvery)
-		select {
-		case <-c.loopsStop:
-			t.Stop()
+		if !clock.Sleep(c.clock, c.cfg.RetentionEvery, c.loopsStop) {
 			return
-		case <-t.C():
 		}
 	}
 }

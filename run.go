@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/tracing"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -441,11 +442,7 @@ func (c *Client) retryWrite(log *slog.Logger, what string, write func(ctx contex
 			return err // done, or trying again cannot help
 		}
 		log.Warn(what+": write failed; will retry", "err", err.Error())
-		t := c.clock.NewTimer(c.writeBackoff(n))
-		select {
-		case <-t.C():
-		case <-c.jobsCtx.Done():
-			t.Stop()
+		if !clock.Sleep(c.clock, c.writeBackoff(n), c.jobsCtx.Done()) {
 			return err
 		}
 	}
@@ -474,12 +471,8 @@ func (c *Client) heartbeatLoop() {
 		}
 		// A wake that has passed (the last heartbeat took that long) is
 		// waited for no longer: a timer of 0 fires at once.
-		t := c.clock.NewTimer(max(wake.Sub(c.clock.Now()), 0))
-		select {
-		case <-c.loopsStop:
-			t.Stop()
+		if !clock.Sleep(c.clock, max(wake.Sub(c.clock.Now()), 0), c.loopsStop) {
 			return
-		case <-t.C():
 		}
 		if now := c.clock.Now(); !now.Before(next) {
 			c.heartbeat(now)
@@ -574,12 +567,8 @@ func (c *Client) rescueLoop() {
 		// slow worker still sends is kept as a late result.
 		c.expireDeadlines()
 		c.rescue()
-		t := c.clock.NewTimer(c.cfg.RescueEvery)
-		select {
-		case <-c.loopsStop:
-			t.Stop()
+		if !clock.Sleep(c.clock, c.cfg.RescueEvery, c.loopsStop) {
 			return
-		case <-t.C():
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/resilience/backoff"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/weirtype"
@@ -191,12 +192,8 @@ func (c *Client) nominalBackoff(j *weirtype.Job) time.Duration {
 func (c *Client) sweepLoop() {
 	defer c.loopsWG.Done()
 	for {
-		t := c.clock.NewTimer(c.cfg.SweepEvery)
-		select {
-		case <-c.loopsStop:
-			t.Stop()
+		if !clock.Sleep(c.clock, c.cfg.SweepEvery, c.loopsStop) {
 			return
-		case <-t.C():
 		}
 		ctx, cancel := c.untilStop()
 		res, err := c.SweepStuck(ctx)
@@ -251,12 +248,8 @@ func (c *Client) listenLoop(n store.Notifier) {
 		failures++
 		d := listenBackoff(failures)
 		c.log.Warn("listen for new jobs failed; polling meanwhile", "retry_in", d, "err", fmt.Sprint(err))
-		t := c.clock.NewTimer(d)
-		select {
-		case <-c.loopsStop:
-			t.Stop()
+		if !clock.Sleep(c.clock, d, c.loopsStop) {
 			return
-		case <-t.C():
 		}
 	}
 }

@@ -32,6 +32,20 @@ func Or(c Clock) Clock {
 	return c
 }
 
+// Sleep waits d on c and reports true, or returns false as soon as done
+// is closed, stopping the timer. Loops that run until a stop signal wait
+// between rounds with it: `if !clock.Sleep(c, d, stop) { return }`.
+func Sleep(c Clock, d time.Duration, done <-chan struct{}) bool {
+	t := c.NewTimer(d)
+	select {
+	case <-t.C():
+		return true
+	case <-done:
+		t.Stop()
+		return false
+	}
+}
+
 type realClock struct{}
 
 func (realClock) Now() time.Time { return time.Now() }

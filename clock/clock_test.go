@@ -163,3 +163,31 @@ func TestFakeChangedSignalsEachChangeOfTheTimers(t *testing.T) {
 		t.Fatal("Changed not closed by a timer stopping")
 	}
 }
+
+// Sleep reports true once its time has passed on the clock, and false as
+// soon as done is closed, leaving no timer armed.
+func TestSleep(t *testing.T) {
+	c := clock.NewFake(t0)
+	slept := make(chan bool, 1)
+	go func() { slept <- clock.Sleep(c, time.Minute, nil) }()
+	if err := c.WaitForTimers(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(time.Minute)
+	if !<-slept {
+		t.Fatal("Sleep reported false when its time passed")
+	}
+
+	done := make(chan struct{})
+	go func() { slept <- clock.Sleep(c, time.Hour, done) }()
+	if err := c.WaitForTimers(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	close(done)
+	if <-slept {
+		t.Fatal("Sleep reported true when done was closed first")
+	}
+	if n := c.Timers(); n != 0 {
+		t.Fatalf("Timers() = %d after Sleep returned, want 0", n)
+	}
+}

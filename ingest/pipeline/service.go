@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/ingest/extract"
 	"github.com/weirhq/weir/ingest/parse"
 	"github.com/weirhq/weir/ingest/search"
@@ -196,12 +197,8 @@ func (s *Service) every(ctx context.Context, d time.Duration, what string, fn fu
 			if err := fn(ctx); err != nil && ctx.Err() == nil {
 				s.log.Error(what, "err", err)
 			}
-			t := s.cfg.Clock.NewTimer(d)
-			select {
-			case <-ctx.Done():
-				t.Stop()
+			if !clock.Sleep(s.cfg.Clock, d, ctx.Done()) {
 				return
-			case <-t.C():
 			}
 		}
 	}()

@@ -256,14 +256,10 @@ func (p *Policy) wait(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	t := p.cfg.Clock.NewTimer(d)
-	select {
-	case <-t.C():
-		return nil
-	case <-ctx.Done():
-		t.Stop()
+	if !clock.Sleep(p.cfg.Clock, d, ctx.Done()) {
 		return ctx.Err()
 	}
+	return nil
 }
 
 func (p *Policy) giveUp(reason Reason, attempts int, start time.Duration, last, ctxErr error, detail string) *Error {
