@@ -4,7 +4,11 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/weirhq/weir/broker"
 	"github.com/weirhq/weir/clock"
@@ -143,5 +147,69 @@ func TestRecentOutcomesAgeOnTheClock(t *testing.T) {
 	}
 	if !b.deadLettered(fresh) {
 		t.Fatal("a fresh outcome was dropped")
+	}
+}
+
+// fakeFuture is a PubAckFuture whose PubAck the test sends.
+type fakeFuture struct{ ok chan *jetstream.PubAck }
+
+func newFakeFuture() *fakeFuture                   { return &fakeFuture{ok: make(chan *jetstream.PubAck, 1)} }
+func (f *fakeFuture) Ok() <-chan *jetstream.PubAck { return f.ok }
+func (f *fakeFuture) Err() <-chan error            { return nil }
+func (f *fakeFuture) Msg() *natsgo.Msg             { return nil }
+
+// One timer serves a Publish call's waits, yet each message gets the
+// whole timeout from its own send: a timer armed for an earlier message
+// that fires early is set again, and a PubAck that never comes fails its
+// message at its own end and marks the context for retirement.
+func TestAckWaiterTimesEachMessageFromItsSend(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = 10 * time.Second
+		w := ackWaiter{timeout: timeout}
+		defer w.stop()
+		t0 := time.Now()
+		acked, late, lost := newFakeFuture(), newFakeFuture(), newFakeFuture()
+		go func() {
+			time.Sleep(5 * time.Second)
+			acked.ok <- &jetstream.PubAck{Stream: "S"}
+			time.Sleep(10 * time.Second) // t0+15 s: after the first message's end, before the second's
+			late.ok <- &jetstream.PubAck{Stream: "S"}
+		}()
+		if err := w.await(t.Context(), acked, "a", "S", t0); err != nil {
+			t.Fatalf("PubAck at 5 s of 10: %v", err)
+		}
+		if err := w.await(t.Context(), late, "b", "S", t0.Add(8*time.Second)); err != nil {
+			t.Fatalf("PubAck 7 s after its send: %v", err)
+		}
+		if got := time.Since(t0); got != 15*time.Second {
+			t.Errorf("second PubAck taken at %v, want 15s", got)
+		}
+		if w.timedOut {
+			t.Error("timedOut set with every PubAck in time")
+		}
+		err := w.await(t.Context(), lost, "c", "S", t0.Add(9*time.Second))
+		if !errors.Is(err, jetstream.ErrAsyncPublishTimeout) {
+			t.Fatalf("lost PubAck: err = %v, want ErrAsyncPublishTimeout", err)
+		}
+		if got := time.Since(t0); got != 19*time.Second {
+			t.Errorf("lost PubAck given up at %v, want 19s (its send at 9s + 10s)", got)
+		}
+		if !w.timedOut {
+			t.Error("timedOut not set after a lost PubAck")
+		}
+	})
+}
+
+// A PubAck from a stream other than the topic's is an error: another
+// stream took the subject.
+func TestAckWaiterRefusesAnotherStream(t *testing.T) {
+	t.Parallel()
+	w := ackWaiter{timeout: time.Minute}
+	defer w.stop()
+	f := newFakeFuture()
+	f.ok <- &jetstream.PubAck{Stream: "OTHER"}
+	if err := w.await(t.Context(), f, "a", "WEIR_a", time.Now()); err == nil || !strings.Contains(err.Error(), `stored by stream "OTHER"`) {
+		t.Errorf("err = %v, want stored by stream \"OTHER\"", err)
 	}
 }

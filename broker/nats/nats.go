@@ -142,6 +142,9 @@ type Broker struct {
 	log *slog.Logger
 	nc  *natsgo.Conn
 	js  jetstream.JetStream
+	// pub is the JetStream context Publish sends through; see
+	// retirePublisher.
+	pub atomic.Pointer[jetstream.JetStream]
 	// done is closed by Close; it stops the consumers.
 	done chan struct{}
 
@@ -234,15 +237,21 @@ func Open(ctx context.Context, cfg Config) (*Broker, error) {
 	if !background.Load() {
 		b.connects.Store(1)
 	}
-	js, err := jetstream.New(nc,
-		jetstream.WithPublishAsyncTimeout(cfg.PublishTimeout),
-		jetstream.WithPublishAsyncMaxPending(publishWindow*4),
-	)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("broker/nats: jetstream: %w", err)
+	}
+	// Publish sends through a context of its own, without a timeout for
+	// a PubAck, which nats.go would keep with a timer per message:
+	// Publish times its waits itself (ackWaiter).
+	pub, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(publishWindow*4))
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("broker/nats: jetstream: %w", err)
 	}
 	b.nc, b.js = nc, js
+	b.pub.Store(&pub)
 	return b, nil
 }
 
