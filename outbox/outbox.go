@@ -83,9 +83,14 @@ func Add(ctx context.Context, ex store.Outbox, now time.Time, msgs ...store.Outb
 }
 
 // publishTraced publishes msgs in a span of its own ("weir.outbox.publish"),
-// linked to the span that added each message.
+// linked to the span that added each message. Without a TracerProvider
+// it only publishes: the links would be read from each message's headers
+// for a span that records nothing.
 func (r *Relay) publishTraced(ctx context.Context, msgs []broker.Message) error {
-	links := make([]trace.Link, 0, len(msgs))
+	if r.cfg.TracerProvider == nil {
+		return r.cfg.Broker.Publish(ctx, msgs)
+	}
+	var links []trace.Link
 	for _, m := range msgs {
 		if sc := tracing.SpanContext(m.Headers); sc.IsValid() {
 			links = append(links, trace.Link{SpanContext: sc})
@@ -632,15 +637,19 @@ func (r *Relay) publish(ctx context.Context, msgs []*weirtype.OutboxMessage, tic
 		ticket = &t
 	}
 	brokerIDs := r.ids.Load() // claim read it
-	failedKeys := map[string]bool{}
+	o.published = make([]int64, 0, len(msgs))
+	var failedKeys map[string]bool // made at the first failure of a keyed message
 	for _, round := range rounds(msgs) {
-		var send []*weirtype.OutboxMessage
-		for _, m := range round {
-			if m.Key != "" && failedKeys[m.Key] {
-				o.failed = append(o.failed, m.ID) // behind a failed one of its key: retried after it
-				continue
+		send := round
+		if failedKeys != nil {
+			send = nil
+			for _, m := range round {
+				if m.Key != "" && failedKeys[m.Key] {
+					o.failed = append(o.failed, m.ID) // behind a failed one of its key: retried after it
+					continue
+				}
+				send = append(send, m)
 			}
-			send = append(send, m)
 		}
 		if len(send) == 0 {
 			continue
@@ -669,6 +678,9 @@ func (r *Relay) publish(ctx context.Context, msgs []*weirtype.OutboxMessage, tic
 			o.failed = append(o.failed, m.ID)
 			o.attempts = max(o.attempts, m.Attempts)
 			if m.Key != "" {
+				if failedKeys == nil {
+					failedKeys = map[string]bool{}
+				}
 				failedKeys[m.Key] = true
 			}
 		}
@@ -735,8 +747,11 @@ func ids(msgs []*weirtype.OutboxMessage) []int64 {
 
 // rounds splits msgs, in id order, into publish rounds: round k holds the
 // k-th message of each key, and the first round every message without a
-// key.
+// key. Messages of distinct keys, or none, make one round: msgs itself.
 func rounds(msgs []*weirtype.OutboxMessage) [][]*weirtype.OutboxMessage {
+	if distinctKeys(msgs) {
+		return [][]*weirtype.OutboxMessage{msgs}
+	}
 	seen := map[string]int{}
 	var out [][]*weirtype.OutboxMessage
 	for _, m := range msgs {
@@ -751,6 +766,24 @@ func rounds(msgs []*weirtype.OutboxMessage) [][]*weirtype.OutboxMessage {
 		out[k] = append(out[k], m)
 	}
 	return out
+}
+
+// distinctKeys reports whether no two of msgs have one key.
+func distinctKeys(msgs []*weirtype.OutboxMessage) bool {
+	var seen map[string]bool // made at the first key
+	for _, m := range msgs {
+		if m.Key == "" {
+			continue
+		}
+		if seen[m.Key] {
+			return false
+		}
+		if seen == nil {
+			seen = make(map[string]bool, len(msgs))
+		}
+		seen[m.Key] = true
+	}
+	return true
 }
 
 // Cleanup deletes the messages published more than Retention ago, in
