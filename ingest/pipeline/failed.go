@@ -277,22 +277,9 @@ func withoutOriginal(payload []byte) (json.RawMessage, error) {
 // sweepOrphans settles the files still parsed whose documents have all
 // ended: their move failed, or the process died before it.
 func (s *Service) sweepOrphans(ctx context.Context) error {
-	rows, err := s.db.SQL.QueryContext(ctx, `SELECT f.id FROM ingest_files f WHERE f.status = $1
+	ids, err := s.db.Strings(ctx, `SELECT f.id FROM ingest_files f WHERE f.status = $1
 		AND NOT EXISTS (SELECT 1 FROM ingest_documents d WHERE d.file_id = f.id AND d.status = $2) LIMIT 100`, fileParsed, docParsed)
 	if err != nil {
-		return err
-	}
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return err
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return err
 	}
 	var errs []error

@@ -311,23 +311,11 @@ func docIDs(t *testing.T, db *appdb.DB, status string) []string {
 	if status != "" {
 		q, args = `SELECT id FROM ingest_documents WHERE status = $1 ORDER BY id`, []any{status}
 	}
-	rows, err := db.SQL.QueryContext(context.Background(), q, args...)
+	ids, err := db.Strings(context.Background(), q, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, id)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return ids
 }
 
 // waitFailures waits until failures dead-lettered documents or files have

@@ -519,21 +519,8 @@ func (s *Service) record(ctx context.Context, job int64, a parseArgs, changed in
 		}
 		// The documents of older versions this one lacks (an archive
 		// that lost messages) go.
-		rows, err := tx.Query(ctx, `SELECT id FROM ingest_documents WHERE path = $1 AND (version < $2 OR (version = $2 AND job < $3))`, a.Path, changed, job)
+		gone, err := tx.Strings(ctx, `SELECT id FROM ingest_documents WHERE path = $1 AND (version < $2 OR (version = $2 AND job < $3))`, a.Path, changed, job)
 		if err != nil {
-			return err
-		}
-		var gone []string
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			gone = append(gone, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return err
 		}
 		for _, id := range gone {

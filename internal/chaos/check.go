@@ -68,20 +68,14 @@ func check(ctx context.Context, cfg Config, h *db, res Result) (Result, error) {
 		docs[d.id] = d
 	}
 	rows.Close()
-	notified := map[string]int{}
-	rows, err = h.SQL.QueryContext(ctx, `SELECT doc FROM chaos_notified`)
+	notifications, err := h.Strings(ctx, `SELECT doc FROM chaos_notified`)
 	if err != nil {
 		return res, err
 	}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return res, err
-		}
+	notified := map[string]int{}
+	for _, id := range notifications {
 		notified[id]++
 	}
-	rows.Close()
 
 	// Files, by ledger key: "page/doc-1/2", "index/doc-1/0".
 	files := map[string][]string{}
@@ -198,21 +192,15 @@ func check(ctx context.Context, cfg Config, h *db, res Result) (Result, error) {
 		}
 	}
 	// Ledger records of anything but a document.
-	txns, err := h.SQL.QueryContext(ctx, `SELECT DISTINCT txn FROM weir_effects ORDER BY txn`)
+	txns, err := h.Strings(ctx, `SELECT DISTINCT txn FROM weir_effects ORDER BY txn`)
 	if err != nil {
 		return res, err
 	}
-	for txns.Next() {
-		var txn string
-		if err := txns.Scan(&txn); err != nil {
-			txns.Close()
-			return res, err
-		}
+	for _, txn := range txns {
 		if _, ok := docs[txn]; !ok {
 			res.problem(&res.Orphaned, "ledger records of %s, which is no document", txn)
 		}
 	}
-	txns.Close()
 	var brokerDead int
 	if err := h.SQL.QueryRowContext(ctx, `SELECT count(*) FROM chaos_broker_dead`).Scan(&brokerDead); err != nil {
 		return res, err

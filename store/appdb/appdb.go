@@ -109,6 +109,41 @@ func (t Tx) Query(ctx context.Context, query string, args ...any) (Rows, error) 
 	return t.query(ctx, query, args...)
 }
 
+// Strings runs a query in the transaction whose rows have one text
+// column, and returns the column's values.
+func (t Tx) Strings(ctx context.Context, query string, args ...any) ([]string, error) {
+	rows, err := t.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return scanStrings(rows)
+}
+
+// Strings runs a query of the application's tables whose rows have one
+// text column, and returns the column's values.
+func (db *DB) Strings(ctx context.Context, query string, args ...any) ([]string, error) {
+	rows, err := db.SQL.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return scanStrings(sqlRows{rows})
+}
+
+// scanStrings returns the values of the one column of rows, and closes
+// them.
+func scanStrings(rows Rows) ([]string, error) {
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
 // Open opens the database cfg names. It does not migrate: call Migrate.
 // A SQLite file's directory must exist.
 func Open(ctx context.Context, cfg Config) (*DB, error) {

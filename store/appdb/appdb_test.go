@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -26,18 +27,59 @@ var schema = map[appdb.Driver]string{
 	appdb.Postgres: `CREATE TABLE IF NOT EXISTS app_notes (id BIGINT PRIMARY KEY, body TEXT NOT NULL); CREATE INDEX IF NOT EXISTS app_notes_body ON app_notes (body);`,
 }
 
+// openSQLite opens the SQLite file at path with the application's schema,
+// closed at the test's end.
+func openSQLite(t *testing.T, path string) *appdb.DB {
+	t.Helper()
+	d, err := appdb.Open(context.Background(), appdb.Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	if err := d.Migrate(context.Background(), schema); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// Strings returns the one column of a query's rows, in a transaction and
+// outside one, and the error of a query that fails.
+func TestStringsReadsOneColumn(t *testing.T) {
+	ctx := context.Background()
+	d := openSQLite(t, filepath.Join(t.TempDir(), "weir.db"))
+	const q = `SELECT body FROM app_notes ORDER BY id`
+	var inTx []string
+	err := d.RunTx(ctx, func(tx appdb.Tx) error {
+		for i, body := range []string{"a", "b", "c"} {
+			if _, err := tx.Exec(ctx, `INSERT INTO app_notes (id, body) VALUES ($1, $2)`, i, body); err != nil {
+				return err
+			}
+		}
+		var err error
+		inTx, err = tx.Strings(ctx, q)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside, err := d.Strings(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"a", "b", "c"}
+	if !slices.Equal(inTx, want) || !slices.Equal(outside, want) {
+		t.Fatalf("Strings in a transaction %q, outside %q, want %q", inTx, outside, want)
+	}
+	if _, err := d.Strings(ctx, `SELECT body FROM no_such_table`); err == nil {
+		t.Fatal("Strings of a missing table returned no error")
+	}
+}
+
 // A transaction writes the application's row and weir's job together, or
 // neither.
 func TestTxWritesBothOrNeither(t *testing.T) {
 	ctx := context.Background()
-	d, err := appdb.Open(ctx, appdb.Config{Path: filepath.Join(t.TempDir(), "weir.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	if err := d.Migrate(ctx, schema); err != nil {
-		t.Fatal(err)
-	}
+	d := openSQLite(t, filepath.Join(t.TempDir(), "weir.db"))
 	write := func(id int, fail bool) error {
 		return d.RunTx(ctx, func(tx appdb.Tx) error {
 			if _, err := tx.Exec(ctx, `INSERT INTO app_notes (id, body) VALUES ($1, $2)`, id, "note"); err != nil {
@@ -129,14 +171,7 @@ func TestSQLiteFilesAreOwnerOnly(t *testing.T) {
 	defer syscall.Umask(old)
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "weir.db")
-	d, err := appdb.Open(ctx, appdb.Config{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	if err := d.Migrate(ctx, schema); err != nil {
-		t.Fatal(err)
-	}
+	d := openSQLite(t, path)
 	if _, err := d.SQL.ExecContext(ctx, `INSERT INTO app_notes (id, body) VALUES (1, 'private')`); err != nil {
 		t.Fatal(err)
 	}
