@@ -16,12 +16,12 @@ import (
 
 func natsSides() sides {
 	return sides{
-		relay: func(ctx context.Context, s settings, logger *slog.Logger) (result, error) {
-			return runRelay(ctx, s, logger, openNATSTopic)
+		relay: func(ctx context.Context, s settings, msgs []message, logger *slog.Logger) (result, error) {
+			return runRelay(ctx, s, msgs, logger, openNATSTopic)
 		},
 		raw: runRawNATS,
 		relayDesc: "outbox.Relay (SQLite store, WAL) → broker/nats, to a topic declared by Declare (file stream, 2 min duplicate window); " +
-			"messages/s = n / (Run started → store shows n published)",
+			"messages/s = n / (Run started → its marks have recorded n published)",
 		rawDesc: "nats.go jetstream on one connection, to a file stream with a 2 min duplicate window; Nats-Msg-Id, key in Weir-Key; " +
 			"-batch PublishMsgAsync calls, then wait for their PubAcks; messages/s = n / (first publish → last PubAck)",
 	}
@@ -105,7 +105,7 @@ func streamLength(ctx context.Context, st jetstream.Stream) (int, error) {
 }
 
 // runRawNATS publishes the run's messages with nats.go's jetstream alone.
-func runRawNATS(ctx context.Context, s settings, _ *slog.Logger) (r result, err error) {
+func runRawNATS(ctx context.Context, s settings, msgs []message, _ *slog.Logger) (r result, err error) {
 	r = result{system: "raw", messages: s.n}
 	nc, js, err := connectNATS(s, "relaybench raw")
 	if err != nil {
@@ -133,8 +133,8 @@ func runRawNATS(ctx context.Context, s settings, _ *slog.Logger) (r result, err 
 		}
 	}()
 
-	msgs := messages(s)
 	futures := make([]jetstream.PubAckFuture, 0, s.batch)
+	settle()
 	cpu0, allocs0 := cpuTime(), mallocs()
 	t0 := time.Now()
 	for i := 0; i < len(msgs); i += s.batch {

@@ -16,12 +16,12 @@ import (
 
 func rabbitSides() sides {
 	return sides{
-		relay: func(ctx context.Context, s settings, logger *slog.Logger) (result, error) {
-			return runRelay(ctx, s, logger, openRabbitTopic)
+		relay: func(ctx context.Context, s settings, msgs []message, logger *slog.Logger) (result, error) {
+			return runRelay(ctx, s, msgs, logger, openRabbitTopic)
 		},
 		raw: runRawRabbit,
 		relayDesc: "outbox.Relay (SQLite store, WAL) → broker/rabbitmq, to a topic declared by Declare (durable quorum queue with delivery limit and dead-lettering); " +
-			"messages/s = n / (Run started → store shows n published)",
+			"messages/s = n / (Run started → its marks have recorded n published)",
 		rawDesc: "amqp091-go on one channel in confirm mode, to a durable quorum queue; persistent, mandatory, message-id, key in x-weir-key; " +
 			"-batch PublishWithDeferredConfirm calls, then wait for their confirms; messages/s = n / (first publish → last confirm)",
 	}
@@ -91,7 +91,7 @@ func deleteQueues(conn *amqp.Connection, queues ...string) error {
 }
 
 // runRawRabbit publishes the run's messages with amqp091-go alone.
-func runRawRabbit(ctx context.Context, s settings, _ *slog.Logger) (r result, err error) {
+func runRawRabbit(ctx context.Context, s settings, msgs []message, _ *slog.Logger) (r result, err error) {
 	r = result{system: "raw", messages: s.n}
 	conn, err := amqp.DialConfig(rabbitURL(s), amqp.Config{Properties: amqp.Table{"connection_name": "relaybench raw"}})
 	if err != nil {
@@ -130,8 +130,8 @@ func runRawRabbit(ctx context.Context, s settings, _ *slog.Logger) (r result, er
 		}
 	}()
 
-	msgs := messages(s)
 	confirms := make([]*amqp.DeferredConfirmation, 0, s.batch)
+	settle()
 	cpu0, allocs0 := cpuTime(), mallocs()
 	t0 := time.Now()
 	for i := 0; i < len(msgs); i += s.batch {
