@@ -115,10 +115,7 @@ func (s *Service) scanBlobs(ctx context.Context) ([]Scanned, error) {
 			return nil
 		}
 		present[o.Key] = true
-		s.seenMu.Lock()
-		prev, ok := s.seen[o.Key]
-		s.seenMu.Unlock()
-		if ok && prev.size == o.Size && prev.modTime.Equal(o.ModTime) {
+		if s.seenAlike(o.Key, o.Size, o.ModTime) {
 			return nil
 		}
 		sc, err := s.enqueueBlob(ctx, o.Key)
@@ -133,20 +130,12 @@ func (s *Service) scanBlobs(ctx context.Context) ([]Scanned, error) {
 			s.log.Error("enqueue a blob of incoming/", "path", cleanText(o.Key), "err", err)
 			return nil
 		}
-		s.seenMu.Lock()
-		s.seen[o.Key] = seenFile{size: o.Size, modTime: o.ModTime, id: sc.ID}
-		s.seenMu.Unlock()
+		s.remember(o.Key, seenFile{size: o.Size, modTime: o.ModTime, id: sc.ID})
 		out = append(out, sc)
 		return nil
 	})
 	if err == nil {
-		s.seenMu.Lock()
-		for p := range s.seen {
-			if !present[p] {
-				delete(s.seen, p)
-			}
-		}
-		s.seenMu.Unlock()
+		s.forgetAbsent(present)
 	}
 	return out, err
 }

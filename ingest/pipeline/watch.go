@@ -23,6 +23,33 @@ type seenFile struct {
 	id      string
 }
 
+// seenAlike reports whether a scan saw rel before with this size and
+// modification time: a file it enqueued already.
+func (s *Service) seenAlike(rel string, size int64, modTime time.Time) bool {
+	s.seenMu.Lock()
+	defer s.seenMu.Unlock()
+	prev, ok := s.seen[rel]
+	return ok && prev.size == size && prev.modTime.Equal(modTime)
+}
+
+// remember records that a scan enqueued rel as f.
+func (s *Service) remember(rel string, f seenFile) {
+	s.seenMu.Lock()
+	defer s.seenMu.Unlock()
+	s.seen[rel] = f
+}
+
+// forgetAbsent drops the paths a scan saw before and no longer finds.
+func (s *Service) forgetAbsent(present map[string]bool) {
+	s.seenMu.Lock()
+	defer s.seenMu.Unlock()
+	for p := range s.seen {
+		if !present[p] {
+			delete(s.seen, p)
+		}
+	}
+}
+
 // settleAfter is how long a file must go unmodified before a scan takes
 // it: a file still being written is left for a later scan.
 const settleAfter = time.Second
@@ -87,10 +114,7 @@ func (s *Service) Scan(ctx context.Context) ([]Scanned, error) {
 		if now.Sub(info.ModTime()) < settleAfter {
 			return nil
 		}
-		s.seenMu.Lock()
-		prev, ok := s.seen[rel]
-		s.seenMu.Unlock()
-		if ok && prev.size == info.Size() && prev.modTime.Equal(info.ModTime()) {
+		if s.seenAlike(rel, info.Size(), info.ModTime()) {
 			return nil
 		}
 		sc, err := s.enqueue(ctx, rel, info)
@@ -98,19 +122,11 @@ func (s *Service) Scan(ctx context.Context) ([]Scanned, error) {
 			s.log.Error("enqueue a file of incoming/", "path", cleanText(rel), "err", err)
 			return nil
 		}
-		s.seenMu.Lock()
-		s.seen[rel] = seenFile{size: info.Size(), modTime: info.ModTime(), id: sc.ID}
-		s.seenMu.Unlock()
+		s.remember(rel, seenFile{size: info.Size(), modTime: info.ModTime(), id: sc.ID})
 		out = append(out, sc)
 		return nil
 	})
-	s.seenMu.Lock()
-	for p := range s.seen {
-		if !present[p] {
-			delete(s.seen, p)
-		}
-	}
-	s.seenMu.Unlock()
+	s.forgetAbsent(present)
 	return out, err
 }
 
@@ -255,9 +271,7 @@ func (s *Service) Ingest(ctx context.Context, source string, paths []string) (en
 				return err
 			}
 			if info, err := s.root.Stat(dst); err == nil {
-				s.seenMu.Lock()
-				s.seen[rel] = seenFile{size: info.Size(), modTime: info.ModTime(), id: sc.ID}
-				s.seenMu.Unlock()
+				s.remember(rel, seenFile{size: info.Size(), modTime: info.ModTime(), id: sc.ID})
 			}
 			out = append(out, sc)
 			return ctx.Err()
