@@ -57,6 +57,17 @@ func newHarness(t *testing.T, mod func(*pipeline.Config)) *harness {
 // WEIR_REQUIRE_SERVICES=1).
 var stores = []string{"sqlite", "postgres"}
 
+// onEachStore runs test, in parallel subtests named for the stores, on a
+// harness of each store.
+func onEachStore(t *testing.T, test func(t *testing.T, h *harness)) {
+	for _, kind := range stores {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			test(t, newHarnessOn(t, kind, nil))
+		})
+	}
+}
+
 // newHarnessOn is newHarness on the store named kind: "sqlite", or
 // "postgres" in a schema of the test's own.
 func newHarnessOn(t *testing.T, kind string, mod func(*pipeline.Config)) *harness {

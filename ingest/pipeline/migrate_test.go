@@ -142,36 +142,32 @@ func TestPreviousReleaseDatabaseIsUpgradedDocumentsKept(t *testing.T) {
 // weir's, and run once however often the service opens the database; a
 // database a newer release migrated is refused.
 func TestServiceTablesHaveTheirOwnHistory(t *testing.T) {
-	for _, kind := range stores {
-		t.Run(kind, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			h := newHarnessOn(t, kind, nil)
-			_, latest, err := pipeline.SchemaVersion(ctx, h.db)
-			if err != nil {
+	onEachStore(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		_, latest, err := pipeline.SchemaVersion(ctx, h.db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := count(t, h.db, `SELECT count(*) FROM `+pipeline.MigrationsTable); n != latest {
+			t.Fatalf("%s holds %d versions, want %d", pipeline.MigrationsTable, n, latest)
+		}
+		weirs := count(t, h.db, `SELECT count(*) FROM weir_migrations`)
+		for range 2 {
+			if err := pipeline.Migrate(ctx, h.db); err != nil {
 				t.Fatal(err)
 			}
-			if n := count(t, h.db, `SELECT count(*) FROM `+pipeline.MigrationsTable); n != latest {
-				t.Fatalf("%s holds %d versions, want %d", pipeline.MigrationsTable, n, latest)
-			}
-			weirs := count(t, h.db, `SELECT count(*) FROM weir_migrations`)
-			for range 2 {
-				if err := pipeline.Migrate(ctx, h.db); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if n := count(t, h.db, `SELECT count(*) FROM `+pipeline.MigrationsTable); n != latest {
-				t.Fatalf("after Migrate twice, %s holds %d versions, want %d", pipeline.MigrationsTable, n, latest)
-			}
-			if n := count(t, h.db, `SELECT count(*) FROM weir_migrations`); n != weirs {
-				t.Fatalf("the service's migrations wrote into weir_migrations: %d rows, want %d", n, weirs)
-			}
-			if _, err := h.db.SQL.ExecContext(ctx, `INSERT INTO `+pipeline.MigrationsTable+` (version, name, applied_at) VALUES ($1, 'future', 0)`, latest+1); err != nil {
-				t.Fatal(err)
-			}
-			if err := pipeline.Migrate(ctx, h.db); !errors.Is(err, store.ErrSchemaTooNew) {
-				t.Fatalf("Migrate of a database a newer release migrated: %v, want ErrSchemaTooNew", err)
-			}
-		})
-	}
+		}
+		if n := count(t, h.db, `SELECT count(*) FROM `+pipeline.MigrationsTable); n != latest {
+			t.Fatalf("after Migrate twice, %s holds %d versions, want %d", pipeline.MigrationsTable, n, latest)
+		}
+		if n := count(t, h.db, `SELECT count(*) FROM weir_migrations`); n != weirs {
+			t.Fatalf("the service's migrations wrote into weir_migrations: %d rows, want %d", n, weirs)
+		}
+		if _, err := h.db.SQL.ExecContext(ctx, `INSERT INTO `+pipeline.MigrationsTable+` (version, name, applied_at) VALUES ($1, 'future', 0)`, latest+1); err != nil {
+			t.Fatal(err)
+		}
+		if err := pipeline.Migrate(ctx, h.db); !errors.Is(err, store.ErrSchemaTooNew) {
+			t.Fatalf("Migrate of a database a newer release migrated: %v, want ErrSchemaTooNew", err)
+		}
+	})
 }

@@ -41,80 +41,76 @@ func badParser(name string, data []byte) ([]parse.Doc, error) {
 // whole archive's parse transaction (SQLSTATE 22021), three times, and
 // the archive was dead-lettered.
 func TestBadBytesArePoisonPerMessageOnBothStores(t *testing.T) {
-	for _, kind := range stores {
-		t.Run(kind, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			h := newHarnessOn(t, kind, nil)
-			pipeline.SetParser(h.svc, badParser)
-			const rel = "lists/club.mbox"
-			archive := mbox("Saturn", "Scan", "Cafe", "Jose")
-			drop(t, h.dir, rel, archive)
-			badName := "inbox/r\xe9sum\xe9.txt"
-			drop(t, h.dir, badName, []byte("A good text with a name that is not UTF-8."))
-			h.start()
-			h.waitFailures("the failures to be written", 2, 4)
+	onEachStore(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		pipeline.SetParser(h.svc, badParser)
+		const rel = "lists/club.mbox"
+		archive := mbox("Saturn", "Scan", "Cafe", "Jose")
+		drop(t, h.dir, rel, archive)
+		badName := "inbox/r\xe9sum\xe9.txt"
+		drop(t, h.dir, badName, []byte("A good text with a name that is not UTF-8."))
+		h.start()
+		h.waitFailures("the failures to be written", 2, 4)
 
-			fileID := pipeline.FileID(rel, pipeline.ETag(archive))
-			for key, want := range map[string]struct{ reason, original string }{
-				"#2": {"its text contains a NUL byte at offset 4", "page\x00one\x00of the scan"},
-				"#3": {"its title is not valid UTF-8 at offset 3", "About Cafe, and more about Cafe."},
-				"#4": {`its metadata "from" is not valid UTF-8 at offset 3`, "About Jose, and more about Jose."},
-			} {
-				dir := filepath.Join(h.dir, pipeline.FailedDir, "lists", "club.mbox"+key)
-				f := readFailure(t, dir)
-				if f.err.Attempts != 1 || !strings.Contains(f.err.LastError, want.reason) || f.err.JobID != fileID || f.err.Part != key {
-					t.Errorf("%s: error.json = %+v, want one attempt and an error naming %q", key, f.err, want.reason)
-				}
-				if f.meta.Stage != pipeline.KindExtract {
-					t.Errorf("%s: failed at %s, want the message's extract", key, f.meta.Stage)
-				}
-				if b, err := os.ReadFile(filepath.Join(dir, "message.txt")); err != nil || !bytes.Equal(b, []byte(want.original)) {
-					t.Errorf("%s: message.txt = %q (%v), want the message as parsed %q", key, b, err, want.original)
-				}
-				if bytes.Contains(mustRead(t, filepath.Join(dir, "metadata.json")), []byte(`"original"`)) {
-					t.Errorf("%s: metadata.json carries the original text; message.txt keeps it", key)
-				}
-				d, err := h.svc.Document(ctx, pipeline.DocumentID(rel, key))
-				if err != nil || d.Status != "failed" {
-					t.Errorf("%s: document %q, %v; want failed", key, d.Status, err)
-				}
-			}
-			if d, err := h.svc.Document(ctx, pipeline.DocumentID(rel, "#1")); err != nil || d.Status != "saved" {
-				t.Errorf("the good message: %q, %v; want saved", d.Status, err)
-			}
-			if got := searchIDs(t, h.svc, "saturn"); !slices.Equal(got, []string{pipeline.DocumentID(rel, "#1")}) {
-				t.Errorf("saturn finds %v, want the good message", got)
-			}
-			if got := filesUnder(t, filepath.Join(h.dir, pipeline.ProcessedDir)); !slices.Equal(got, []string{rel}) {
-				t.Errorf("processed/ holds %v, want the archive", got)
-			}
-			for _, dl := range deadLetters(t, h.db) {
-				if dl.Kind == pipeline.KindParse && !strings.Contains(dl.LastError, "not valid UTF-8") {
-					t.Errorf("the archive's parse was dead-lettered: %s", dl.LastError)
-				}
-				if dl.Attempts != 1 {
-					t.Errorf("dead letter %d (%s) after %d attempts, want 1: poison is not retried: %s", dl.ID, dl.Kind, dl.Attempts, dl.LastError)
-				}
-			}
-
-			// The badly named file: poison at once, moved to failed/ under
-			// its name made UTF-8.
-			shown := "r\uFFFDsum\uFFFD.txt"
-			dir := filepath.Join(h.dir, pipeline.FailedDir, "inbox", shown)
+		fileID := pipeline.FileID(rel, pipeline.ETag(archive))
+		for key, want := range map[string]struct{ reason, original string }{
+			"#2": {"its text contains a NUL byte at offset 4", "page\x00one\x00of the scan"},
+			"#3": {"its title is not valid UTF-8 at offset 3", "About Cafe, and more about Cafe."},
+			"#4": {`its metadata "from" is not valid UTF-8 at offset 3`, "About Jose, and more about Jose."},
+		} {
+			dir := filepath.Join(h.dir, pipeline.FailedDir, "lists", "club.mbox"+key)
 			f := readFailure(t, dir)
-			if f.meta.Stage != pipeline.KindParse || f.err.Attempts != 1 || !strings.Contains(f.err.LastError, "not valid UTF-8") ||
-				f.err.BlobPath != "incoming/inbox/"+shown {
-				t.Errorf("the badly named file: error.json %+v, stage %s", f.err, f.meta.Stage)
+			if f.err.Attempts != 1 || !strings.Contains(f.err.LastError, want.reason) || f.err.JobID != fileID || f.err.Part != key {
+				t.Errorf("%s: error.json = %+v, want one attempt and an error naming %q", key, f.err, want.reason)
 			}
-			if b, err := os.ReadFile(filepath.Join(dir, shown)); err != nil || !strings.Contains(string(b), "not UTF-8") {
-				t.Errorf("the badly named file is not in failed/: %q, %v", b, err)
+			if f.meta.Stage != pipeline.KindExtract {
+				t.Errorf("%s: failed at %s, want the message's extract", key, f.meta.Stage)
 			}
-			if left := filesUnder(t, filepath.Join(h.dir, pipeline.IncomingDir)); len(left) != 0 {
-				t.Errorf("incoming/ still holds %q", left)
+			if b, err := os.ReadFile(filepath.Join(dir, "message.txt")); err != nil || !bytes.Equal(b, []byte(want.original)) {
+				t.Errorf("%s: message.txt = %q (%v), want the message as parsed %q", key, b, err, want.original)
 			}
-		})
-	}
+			if bytes.Contains(mustRead(t, filepath.Join(dir, "metadata.json")), []byte(`"original"`)) {
+				t.Errorf("%s: metadata.json carries the original text; message.txt keeps it", key)
+			}
+			d, err := h.svc.Document(ctx, pipeline.DocumentID(rel, key))
+			if err != nil || d.Status != "failed" {
+				t.Errorf("%s: document %q, %v; want failed", key, d.Status, err)
+			}
+		}
+		if d, err := h.svc.Document(ctx, pipeline.DocumentID(rel, "#1")); err != nil || d.Status != "saved" {
+			t.Errorf("the good message: %q, %v; want saved", d.Status, err)
+		}
+		if got := searchIDs(t, h.svc, "saturn"); !slices.Equal(got, []string{pipeline.DocumentID(rel, "#1")}) {
+			t.Errorf("saturn finds %v, want the good message", got)
+		}
+		if got := filesUnder(t, filepath.Join(h.dir, pipeline.ProcessedDir)); !slices.Equal(got, []string{rel}) {
+			t.Errorf("processed/ holds %v, want the archive", got)
+		}
+		for _, dl := range deadLetters(t, h.db) {
+			if dl.Kind == pipeline.KindParse && !strings.Contains(dl.LastError, "not valid UTF-8") {
+				t.Errorf("the archive's parse was dead-lettered: %s", dl.LastError)
+			}
+			if dl.Attempts != 1 {
+				t.Errorf("dead letter %d (%s) after %d attempts, want 1: poison is not retried: %s", dl.ID, dl.Kind, dl.Attempts, dl.LastError)
+			}
+		}
+
+		// The badly named file: poison at once, moved to failed/ under
+		// its name made UTF-8.
+		shown := "r\uFFFDsum\uFFFD.txt"
+		dir := filepath.Join(h.dir, pipeline.FailedDir, "inbox", shown)
+		f := readFailure(t, dir)
+		if f.meta.Stage != pipeline.KindParse || f.err.Attempts != 1 || !strings.Contains(f.err.LastError, "not valid UTF-8") ||
+			f.err.BlobPath != "incoming/inbox/"+shown {
+			t.Errorf("the badly named file: error.json %+v, stage %s", f.err, f.meta.Stage)
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, shown)); err != nil || !strings.Contains(string(b), "not UTF-8") {
+			t.Errorf("the badly named file is not in failed/: %q, %v", b, err)
+		}
+		if left := filesUnder(t, filepath.Join(h.dir, pipeline.IncomingDir)); len(left) != 0 {
+			t.Errorf("incoming/ still holds %q", left)
+		}
+	})
 }
 
 func mustRead(t *testing.T, p string) []byte {

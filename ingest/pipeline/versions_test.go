@@ -49,65 +49,61 @@ func mbox(subjects ...string) []byte {
 // the new version. An archive updated without one of its messages loses
 // that message's document, in SQL and in the index. On both stores.
 func TestUpdatedFileReplacesItsDocument(t *testing.T) {
-	for _, kind := range stores {
-		t.Run(kind, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			h := newHarnessOn(t, kind, nil)
-			h.start()
-			const note, list = "notes/kettle.txt", "lists/club.mbox"
-			v1, v2 := []byte("The kettle whistles with bergamot tea."), []byte("The kettle now brews chamomile.")
-			a1, a2 := mbox("Saturn", "Jupiter", "Andromeda"), mbox("Saturn", "Jupiter")
-			drop(t, h.dir, note, v1)
-			drop(t, h.dir, list, a1)
-			waitFor(t, "the first versions", waitTimeout, func() (bool, string) { return settled(t, h.db, 2) })
-			if got := searchIDs(t, h.svc, "andromeda"); !slices.Equal(got, []string{pipeline.DocumentID(list, "#3")}) {
-				t.Fatalf("andromeda finds %v before the update, want the third message", got)
-			}
+	onEachStore(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		h.start()
+		const note, list = "notes/kettle.txt", "lists/club.mbox"
+		v1, v2 := []byte("The kettle whistles with bergamot tea."), []byte("The kettle now brews chamomile.")
+		a1, a2 := mbox("Saturn", "Jupiter", "Andromeda"), mbox("Saturn", "Jupiter")
+		drop(t, h.dir, note, v1)
+		drop(t, h.dir, list, a1)
+		waitFor(t, "the first versions", waitTimeout, func() (bool, string) { return settled(t, h.db, 2) })
+		if got := searchIDs(t, h.svc, "andromeda"); !slices.Equal(got, []string{pipeline.DocumentID(list, "#3")}) {
+			t.Fatalf("andromeda finds %v before the update, want the third message", got)
+		}
 
-			drop(t, h.dir, note, v2)
-			drop(t, h.dir, list, a2)
-			waitFor(t, "the second versions", waitTimeout, func() (bool, string) {
-				ok, state := settled(t, h.db, 4)
-				n, err := h.ix.Count(ctx)
-				return ok && err == nil && n == 3, fmt.Sprintf("%s, %d index entries (%v)", state, n, err)
-			})
-			if got := docIDs(t, h.db, ""); len(got) != 3 {
-				t.Fatalf("%d documents, want 3: the note and the archive's two messages", len(got))
-			}
-			d, err := h.svc.Document(ctx, pipeline.DocumentID(note, ""))
-			if err != nil || d.Status != "saved" || d.Body != string(v2) || d.FileID != pipeline.FileID(note, pipeline.ETag(v2)) {
-				t.Fatalf("the note's document = %+v, %v; want the second version, saved", d, err)
-			}
-			for q, want := range map[string][]string{
-				"bergamot":  nil,
-				"chamomile": {pipeline.DocumentID(note, "")},
-				"andromeda": nil,
-				"jupiter":   {pipeline.DocumentID(list, "#2")},
-			} {
-				if got := searchIDs(t, h.svc, q); !slices.Equal(got, want) {
-					t.Errorf("%s finds %v, want %v", q, got, want)
-				}
-			}
-			if _, err := h.ix.Get(ctx, pipeline.DocumentID(list, "#3")); !errors.Is(err, search.ErrNotFound) {
-				t.Errorf("the lost message is still in the index: %v", err)
-			}
-			m, err := h.svc.Document(ctx, pipeline.DocumentID(list, "#1"))
-			if err != nil || m.FileID != pipeline.FileID(list, pipeline.ETag(a2)) {
-				t.Errorf("the first message = file %s, %v; want the second version's", m.FileID, err)
-			}
-			for rel, want := range map[string][]byte{note: v2, list: a2} {
-				if b, err := os.ReadFile(filepath.Join(h.dir, pipeline.ProcessedDir, rel)); err != nil || string(b) != string(want) {
-					t.Errorf("processed/%s holds %q (%v), want the second version", rel, b, err)
-				}
-			}
-			// Reconciliation finds nothing to repair or remove.
-			run, err := h.svc.Reindex(ctx, pipeline.TriggerCLI, nil)
-			if err != nil || run.Missing+run.Stale+run.Extra != 0 || run.Checked != 3 {
-				t.Errorf("Reindex = %+v, %v; want 3 checked, nothing to repair", run, err)
-			}
+		drop(t, h.dir, note, v2)
+		drop(t, h.dir, list, a2)
+		waitFor(t, "the second versions", waitTimeout, func() (bool, string) {
+			ok, state := settled(t, h.db, 4)
+			n, err := h.ix.Count(ctx)
+			return ok && err == nil && n == 3, fmt.Sprintf("%s, %d index entries (%v)", state, n, err)
 		})
-	}
+		if got := docIDs(t, h.db, ""); len(got) != 3 {
+			t.Fatalf("%d documents, want 3: the note and the archive's two messages", len(got))
+		}
+		d, err := h.svc.Document(ctx, pipeline.DocumentID(note, ""))
+		if err != nil || d.Status != "saved" || d.Body != string(v2) || d.FileID != pipeline.FileID(note, pipeline.ETag(v2)) {
+			t.Fatalf("the note's document = %+v, %v; want the second version, saved", d, err)
+		}
+		for q, want := range map[string][]string{
+			"bergamot":  nil,
+			"chamomile": {pipeline.DocumentID(note, "")},
+			"andromeda": nil,
+			"jupiter":   {pipeline.DocumentID(list, "#2")},
+		} {
+			if got := searchIDs(t, h.svc, q); !slices.Equal(got, want) {
+				t.Errorf("%s finds %v, want %v", q, got, want)
+			}
+		}
+		if _, err := h.ix.Get(ctx, pipeline.DocumentID(list, "#3")); !errors.Is(err, search.ErrNotFound) {
+			t.Errorf("the lost message is still in the index: %v", err)
+		}
+		m, err := h.svc.Document(ctx, pipeline.DocumentID(list, "#1"))
+		if err != nil || m.FileID != pipeline.FileID(list, pipeline.ETag(a2)) {
+			t.Errorf("the first message = file %s, %v; want the second version's", m.FileID, err)
+		}
+		for rel, want := range map[string][]byte{note: v2, list: a2} {
+			if b, err := os.ReadFile(filepath.Join(h.dir, pipeline.ProcessedDir, rel)); err != nil || string(b) != string(want) {
+				t.Errorf("processed/%s holds %q (%v), want the second version", rel, b, err)
+			}
+		}
+		// Reconciliation finds nothing to repair or remove.
+		run, err := h.svc.Reindex(ctx, pipeline.TriggerCLI, nil)
+		if err != nil || run.Missing+run.Stale+run.Extra != 0 || run.Checked != 3 {
+			t.Errorf("Reindex = %+v, %v; want 3 checked, nothing to repair", run, err)
+		}
+	})
 }
 
 // holdParser parses as parse.File does, but holds the parse of any file
@@ -139,55 +135,51 @@ func (p *holdParser) parse(name string, data []byte) ([]parse.Doc, error) {
 // The first archive's third message, which the second version lacks, is
 // not brought back. On both stores.
 func TestStaleParseDoesNotReplaceNewerVersion(t *testing.T) {
-	for _, kind := range stores {
-		t.Run(kind, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			hp := newHoldParser("Andromeda")
-			h := newHarnessOn(t, kind, nil)
-			pipeline.SetParser(h.svc, hp.parse)
-			const list = "lists/club.mbox"
-			a1, a2 := mbox("Saturn", "Jupiter", "Andromeda"), mbox("Saturn", "Venus")
-			drop(t, h.dir, list, a1)
-			h.start()
-			select {
-			case <-hp.held:
-			case <-time.After(waitTimeout):
-				t.Fatal("the first version was never parsed")
-			}
-			// The first version is read and being parsed; the second
-			// replaces it on disk and goes all the way.
-			drop(t, h.dir, list, a2)
-			waitFor(t, "the second version to be saved and indexed", waitTimeout, func() (bool, string) {
-				n := count(t, h.db, `SELECT count(*) FROM ingest_documents WHERE status = 'saved' AND indexed_at > 0`)
-				return n == 2, fmt.Sprintf("%d saved and indexed", n)
-			})
-			close(hp.release)
-			first := pipeline.FileID(list, pipeline.ETag(a1))
-			waitFor(t, "the first version's parse to end", waitTimeout, func() (bool, string) {
-				n := count(t, h.db, `SELECT count(*) FROM ingest_files WHERE id = $1 AND status = 'superseded'`, first)
-				return n == 1, "not superseded yet"
-			})
-			waitFor(t, "everything to settle", waitTimeout, func() (bool, string) { return settled(t, h.db, 2) })
-			if got := docIDs(t, h.db, ""); len(got) != 2 {
-				t.Fatalf("%d documents, want the second version's 2", len(got))
-			}
-			for _, key := range []string{"#1", "#2"} {
-				d, err := h.svc.Document(ctx, pipeline.DocumentID(list, key))
-				if err != nil || d.Status != "saved" || d.FileID != pipeline.FileID(list, pipeline.ETag(a2)) {
-					t.Errorf("message %s = %+v, %v; want the second version's, saved", key, d, err)
-				}
-			}
-			for q, want := range map[string]int{"venus": 1, "jupiter": 0, "andromeda": 0} {
-				if got := searchIDs(t, h.svc, q); len(got) != want {
-					t.Errorf("%s finds %v, want %d", q, got, want)
-				}
-			}
-			if n := len(jobsOf(t, h.db, pipeline.KindExtract)); n != 2 {
-				t.Errorf("%d extract jobs, want the second version's 2 only", n)
-			}
+	onEachStore(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		hp := newHoldParser("Andromeda")
+		pipeline.SetParser(h.svc, hp.parse)
+		const list = "lists/club.mbox"
+		a1, a2 := mbox("Saturn", "Jupiter", "Andromeda"), mbox("Saturn", "Venus")
+		drop(t, h.dir, list, a1)
+		h.start()
+		select {
+		case <-hp.held:
+		case <-time.After(waitTimeout):
+			t.Fatal("the first version was never parsed")
+		}
+		// The first version is read and being parsed; the second
+		// replaces it on disk and goes all the way.
+		drop(t, h.dir, list, a2)
+		waitFor(t, "the second version to be saved and indexed", waitTimeout, func() (bool, string) {
+			n := count(t, h.db, `SELECT count(*) FROM ingest_documents WHERE status = 'saved' AND indexed_at > 0`)
+			return n == 2, fmt.Sprintf("%d saved and indexed", n)
 		})
-	}
+		close(hp.release)
+		first := pipeline.FileID(list, pipeline.ETag(a1))
+		waitFor(t, "the first version's parse to end", waitTimeout, func() (bool, string) {
+			n := count(t, h.db, `SELECT count(*) FROM ingest_files WHERE id = $1 AND status = 'superseded'`, first)
+			return n == 1, "not superseded yet"
+		})
+		waitFor(t, "everything to settle", waitTimeout, func() (bool, string) { return settled(t, h.db, 2) })
+		if got := docIDs(t, h.db, ""); len(got) != 2 {
+			t.Fatalf("%d documents, want the second version's 2", len(got))
+		}
+		for _, key := range []string{"#1", "#2"} {
+			d, err := h.svc.Document(ctx, pipeline.DocumentID(list, key))
+			if err != nil || d.Status != "saved" || d.FileID != pipeline.FileID(list, pipeline.ETag(a2)) {
+				t.Errorf("message %s = %+v, %v; want the second version's, saved", key, d, err)
+			}
+		}
+		for q, want := range map[string]int{"venus": 1, "jupiter": 0, "andromeda": 0} {
+			if got := searchIDs(t, h.svc, q); len(got) != want {
+				t.Errorf("%s finds %v, want %d", q, got, want)
+			}
+		}
+		if n := len(jobsOf(t, h.db, pipeline.KindExtract)); n != 2 {
+			t.Errorf("%d extract jobs, want the second version's 2 only", n)
+		}
+	})
 }
 
 // gate holds what reaches it until it is released, and says when
