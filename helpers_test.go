@@ -139,6 +139,26 @@ func stopOnFakeClock(c *weir.Client, fc *clock.Fake) error {
 	}
 }
 
+// startClient starts c and stops it at the test's end.
+func startClient(t *testing.T, c *weir.Client) {
+	t.Helper()
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopClient(t, c) })
+}
+
+// stopClient stops c. Its workers return at once, so Stop does not wait
+// on the fake clock.
+func stopClient(t *testing.T, c *weir.Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := c.Stop(ctx); err != nil {
+		t.Errorf("stop %s: %v", c.ID(), err)
+	}
+}
+
 func (e *env) start() *env {
 	e.t.Helper()
 	if err := e.c.Start(context.Background()); err != nil {

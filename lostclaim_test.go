@@ -120,16 +120,7 @@ func TestPostgresClaimWhoseReplyIsLostRunsAgainWithinALease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := c.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
+	startClient(t, c)
 	ls.ex.armed.Store(true)
 	r, err := c.Insert(context.Background(), task{Name: "cut"}, nil)
 	if err != nil {
@@ -296,16 +287,7 @@ func TestReleaseAfterALostClaimSparesAJobBeingStarted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := c.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
+	startClient(t, c)
 	ctx := context.Background()
 	slow, err := c.Insert(ctx, slowArgs{}, nil)
 	if err != nil {

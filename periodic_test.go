@@ -36,22 +36,8 @@ func periodicClient(t *testing.T, s store.Store, fc *clock.Fake, id string, logs
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stopClient(t, c) })
+	startClient(t, c)
 	return c
-}
-
-// stopClient stops c. Its workers return at once, so Stop does not wait
-// on the fake clock.
-func stopClient(t *testing.T, c *weir.Client) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	if err := c.Stop(ctx); err != nil {
-		t.Errorf("stop %s: %v", c.ID(), err)
-	}
 }
 
 // allJobs returns every job of the store (up to store.MaxJobListLimit),
@@ -301,10 +287,7 @@ func TestPeriodicSchedulerOnlyClient(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { stopClient(t, c) })
+		startClient(t, c)
 		fc.Set(at(15, 45, 0))
 		jobs := waitJobs(t, s, 2)
 		checkTicks(t, jobs, "report", at(15, 30, 0), at(15, 45, 0))
