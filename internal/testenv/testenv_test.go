@@ -82,6 +82,19 @@ func outcome(s service, env map[string]string) (got string, tb *fakeTB) {
 	return got, tb
 }
 
+// reached runs s.need with env and fails t unless it neither skipped nor
+// failed and returned want.
+func reached(t *testing.T, s service, env map[string]string, want string) {
+	t.Helper()
+	got, tb := outcome(s, env)
+	if tb.skipped || tb.failed {
+		t.Fatalf("skipped=%v failed=%v (%s), want neither", tb.skipped, tb.failed, tb.msg)
+	}
+	if got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
 // closed is a service whose default address, 127.0.0.1:1, refuses
 // connections on any machine the tests run on.
 var closed = service{
@@ -149,13 +162,7 @@ func TestReachableReturnsURL(t *testing.T) {
 	port := listen(t)
 	up := closed
 	up.defaultURL = "closed://127.0.0.1:" + port + "/db"
-	got, tb := outcome(up, map[string]string{RequireEnv: "1"})
-	if tb.skipped || tb.failed {
-		t.Fatalf("skipped=%v failed=%v (%s), want neither", tb.skipped, tb.failed, tb.msg)
-	}
-	if got != up.defaultURL {
-		t.Errorf("got %q, want %q", got, up.defaultURL)
-	}
+	reached(t, up, map[string]string{RequireEnv: "1"}, up.defaultURL)
 }
 
 func TestOverride(t *testing.T) {
@@ -163,25 +170,13 @@ func TestOverride(t *testing.T) {
 	port := listen(t)
 	t.Run("reachable", func(t *testing.T) {
 		want := "closed://127.0.0.1:" + port + "/other"
-		got, tb := outcome(closed, map[string]string{closed.env: want})
-		if tb.skipped || tb.failed {
-			t.Fatalf("skipped=%v failed=%v (%s), want neither", tb.skipped, tb.failed, tb.msg)
-		}
-		if got != want {
-			t.Errorf("got %q, want the override %q", got, want)
-		}
+		reached(t, closed, map[string]string{closed.env: want}, want)
 	})
 	t.Run("default port", func(t *testing.T) {
 		s := closed
 		s.defaultPort = port
 		want := "closed://127.0.0.1/other"
-		got, tb := outcome(s, map[string]string{closed.env: want})
-		if tb.skipped || tb.failed {
-			t.Fatalf("skipped=%v failed=%v (%s), want neither", tb.skipped, tb.failed, tb.msg)
-		}
-		if got != want {
-			t.Errorf("got %q, want the override %q", got, want)
-		}
+		reached(t, s, map[string]string{closed.env: want}, want)
 	})
 	t.Run("no host", func(t *testing.T) {
 		bad := "closed:///db?host=/var/run/closed"
