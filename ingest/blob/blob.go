@@ -285,16 +285,33 @@ func (r *Reader) Check(ctx context.Context) error {
 // version of that ETag (ErrChanged otherwise; see Reader.Check for the
 // stores that cannot refuse it themselves).
 func (b *Bucket) NewReader(ctx context.Context, key, etag string) (*Reader, error) {
-	if etag != "" {
-		a, err := b.Attributes(ctx, key)
-		if err != nil {
-			return nil, err
-		}
-		if a.ETag != etag {
-			return nil, fmt.Errorf("%s/%s: %w", b.name, key, ErrChanged)
-		}
+	if err := b.checkETag(ctx, key, etag); err != nil {
+		return nil, err
 	}
 	return b.newReader(ctx, key, etag)
+}
+
+// checkETag returns an error wrapping ErrChanged when key's ETag is no
+// longer etag. An empty etag is no condition.
+func (b *Bucket) checkETag(ctx context.Context, key, etag string) error {
+	if etag == "" {
+		return nil
+	}
+	a, err := b.Attributes(ctx, key)
+	if err != nil {
+		return err
+	}
+	if a.ETag != etag {
+		return fmt.Errorf("%s/%s: %w", b.name, key, ErrChanged)
+	}
+	return nil
+}
+
+// azureIfMatch is the Azure condition that the blob still has the ETag
+// etag.
+func azureIfMatch(etag string) *azblobblob.AccessConditions {
+	e := azcore.ETag(etag)
+	return &azblobblob.AccessConditions{ModifiedAccessConditions: &azblobblob.ModifiedAccessConditions{IfMatch: &e}}
 }
 
 // newReader is NewReader without the check of the ETag before the read.
@@ -307,8 +324,7 @@ func (b *Bucket) newReader(ctx context.Context, key, etag string) (*Reader, erro
 			var s3in *s3.GetObjectInput
 			switch {
 			case as(&az):
-				e := azcore.ETag(etag)
-				az.AccessConditions = &azblobblob.AccessConditions{ModifiedAccessConditions: &azblobblob.ModifiedAccessConditions{IfMatch: &e}}
+				az.AccessConditions = azureIfMatch(etag)
 				out.atomic = true
 			case as(&s3in):
 				s3in.IfMatch = &etag
@@ -352,22 +368,17 @@ func (b *Bucket) Upload(ctx context.Context, key string, r io.Reader, contentTyp
 // Azure Blob Storage and S3 check it again in the delete itself (a server
 // that ignores the condition leaves the window between the two).
 func (b *Bucket) Delete(ctx context.Context, key, etag string) error {
+	if err := b.checkETag(ctx, key, etag); err != nil {
+		return err
+	}
 	opts := &gblob.DeleteOptions{}
 	if etag != "" {
-		a, err := b.Attributes(ctx, key)
-		if err != nil {
-			return err
-		}
-		if a.ETag != etag {
-			return fmt.Errorf("%s/%s: %w", b.name, key, ErrChanged)
-		}
 		opts.BeforeDelete = func(as func(any) bool) error {
 			var az *azblobblob.DeleteOptions
 			var s3in *s3.DeleteObjectInput
 			switch {
 			case as(&az):
-				e := azcore.ETag(etag)
-				az.AccessConditions = &azblobblob.AccessConditions{ModifiedAccessConditions: &azblobblob.ModifiedAccessConditions{IfMatch: &e}}
+				az.AccessConditions = azureIfMatch(etag)
 			case as(&s3in):
 				s3in.IfMatch = &etag
 			}
