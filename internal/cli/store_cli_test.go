@@ -63,6 +63,15 @@ func (f *fixture) claim(kind string) *weirtype.Job {
 	return got[0]
 }
 
+// oneOfEach makes a job in each state the jobs commands tell apart: an
+// extract job dead a minute ago (returned with its dead letter), an index
+// job running and a notify job available on the queue mail.
+func (f *fixture) oneOfEach() (dead *weirtype.Job, dl *weirtype.DeadLetter, running, avail *weirtype.Job) {
+	f.t.Helper()
+	dead, dl = f.kill("extract", time.Now().Add(-time.Minute))
+	return dead, dl, f.claim("index"), f.insert("notify", "mail", 0)
+}
+
 // kill makes a job of kind dead at failedAt, and returns it with its dead
 // letter.
 func (f *fixture) kill(kind string, failedAt time.Time) (*weirtype.Job, *weirtype.DeadLetter) {
@@ -275,9 +284,7 @@ func TestDLQRequeueAndPurge(t *testing.T) {
 func TestJobsListShow(t *testing.T) {
 	t.Parallel()
 	f := sqliteFixture(t)
-	dead, _ := f.kill("extract", time.Now().Add(-time.Minute))
-	running := f.claim("index")
-	avail := f.insert("notify", "mail", 0)
+	dead, _, running, avail := f.oneOfEach()
 
 	code, out, _ := f.run("jobs", "list")
 	want(t, "jobs list", code, 0, out, "ID", "STATE", "ATTEMPT", "dead", "running", "available", "1/1", "index timed out after 30s")
@@ -331,9 +338,7 @@ func TestJobsListShow(t *testing.T) {
 func TestJobsRetryCancel(t *testing.T) {
 	t.Parallel()
 	f := sqliteFixture(t)
-	dead, dl := f.kill("extract", time.Now().Add(-time.Minute))
-	running := f.claim("index")
-	avail := f.insert("notify", "mail", 0)
+	dead, dl, running, avail := f.oneOfEach()
 
 	code, out, errOut := f.run("jobs", "retry", id(dead.ID))
 	want(t, "jobs retry of a dead job", code, 0, out+errOut, "job "+id(dead.ID)+": available, attempt 2 of 2 next")
