@@ -124,25 +124,14 @@ func TestPostgresStoreIndexesInPostgres(t *testing.T) {
 func TestConfigRefusesUnsafeIndexes(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
-	for _, c := range []struct {
-		cfg  ingest.Config
-		want string
-	}{
+	refused(t, dir, "Config.Index", []refusal{
 		{ingest.Config{DataDir: dir, StoreURL: "postgres://db.invalid/weir", Index: ingest.IndexFTS}, "the fts index is a SQLite file in the data directory, and a PostgreSQL store is shared"},
 		{ingest.Config{DataDir: dir, Index: ingest.IndexPostgres}, "the postgres index is shared by every process that names it, and the SQLite store belongs to one data directory"},
 		{ingest.Config{DataDir: dir, IndexURL: "postgres://db.invalid/search"}, "the SQLite store belongs to one data directory"},
 		{ingest.Config{DataDir: dir, Index: "elastic"}, `unknown index "elastic"`},
 		{ingest.Config{DataDir: dir, StoreURL: "postgres://db.invalid/weir", IndexURL: "http://search:9200"}, "not a postgres:// or postgresql:// URL"},
 		{ingest.Config{DataDir: dir, StoreURL: "postgres://db.invalid/weir", Index: ingest.IndexFTS, IndexURL: "postgres://db.invalid/search"}, "choose one"},
-	} {
-		_, err := ingest.New(context.Background(), c.cfg)
-		if err == nil || !strings.Contains(err.Error(), "Config.Index") || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("New(Index %q, IndexURL %q, StoreURL %q): %v, want an error naming Config.Index and saying %q", c.cfg.Index, c.cfg.IndexURL, c.cfg.StoreURL, err, c.want)
-		}
-	}
-	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("a refused config made the data directory: %v", err)
-	}
+	})
 }
 
 // A search database that does not answer is an error of New that names

@@ -346,10 +346,7 @@ func (upper) Extract(_ context.Context, in extract.Input) (extract.Result, error
 func TestConfigRefusesBadValues(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
-	for _, c := range []struct {
-		cfg  ingest.Config
-		want string
-	}{
+	refused(t, dir, "", []refusal{
 		{ingest.Config{}, "DataDir is required"},
 		{ingest.Config{DataDir: dir, DB: &appdb.DB{}, StoreURL: "postgres://x/y"}, "leave StoreURL and Schema empty"},
 		{ingest.Config{DataDir: dir, Pipeline: pipeline.Config{DataDir: "x"}}, "Config.Pipeline's DB, DataDir"},
@@ -361,10 +358,24 @@ func TestConfigRefusesBadValues(t *testing.T) {
 		{ingest.Config{DataDir: dir, Listen: "0.0.0.0:0"}, "set Config.AdminToken"},
 		{ingest.Config{DataDir: dir, Listen: ":0", AdminToken: "short"}, "at least 16 bytes"},
 		{ingest.Config{DataDir: dir, Listen: ":0", AdminToken: "admin-0123456789abcdef", ReadToken: " read-0123456789abcdef"}, "ReadToken must not begin or end with whitespace"},
-	} {
+	})
+}
+
+// refusal is a config New must refuse, and what its error must say.
+type refusal struct {
+	cfg  ingest.Config
+	want string
+}
+
+// refused checks that New refuses each config with an error that says
+// its want, and field when field is not empty, and that no refused config
+// made the data directory dir.
+func refused(t *testing.T, dir, field string, cases []refusal) {
+	t.Helper()
+	for _, c := range cases {
 		_, err := ingest.New(context.Background(), c.cfg)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("New(%+v): %v, want an error naming %q", c.cfg, err, c.want)
+		if err == nil || !strings.Contains(err.Error(), field) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("New(%+v): %v, want an error naming %q and saying %q", c.cfg, err, field, c.want)
 		}
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
