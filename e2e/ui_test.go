@@ -128,7 +128,7 @@ func TestUIRequeueDeadLetter(t *testing.T) {
 		})
 	}
 	box := fmt.Sprintf(`input.dl-select[data-id="%d"]`, target.ID)
-	var overviewStats, flash string
+	var overviewStats, flash, pausesText, limitsText string
 	var checked bool
 	// "/" redirects to /ui/, which shows the overview.
 	step := func(what string) chromedp.Action {
@@ -149,6 +149,15 @@ func TestUIRequeueDeadLetter(t *testing.T) {
 		chromedp.WaitVisible(`#page-overview table`, chromedp.ByQuery), // the breakers' or stuck work's table: the admin API answered
 		chromedp.Text(`#page-overview .stats`, &overviewStats, chromedp.ByQuery),
 		shot("overview"),
+		step("pause a queue with the overview's form"),
+		chromedp.SendKeys(`#pause-queue`, "held-by-console", chromedp.ByQuery),
+		chromedp.SendKeys(`#pause-reason`, "e2e hold", chromedp.ByQuery),
+		chromedp.Click(`#pause-button`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#pauses table button`, chromedp.ByQuery), // the pause's Resume button
+		chromedp.Text(`#pauses`, &pausesText, chromedp.ByQuery),
+		chromedp.WaitVisible(`#limits h2`, chromedp.ByQuery),
+		chromedp.Text(`#limits`, &limitsText, chromedp.ByQuery),
+		shot("overview-paused"),
 		step("go to the dead letters"),
 		chromedp.Click(`#nav a[data-page="dead-letters"]`, chromedp.ByQuery),
 		chromedp.WaitVisible(box, chromedp.ByQuery),
@@ -158,7 +167,8 @@ func TestUIRequeueDeadLetter(t *testing.T) {
 		shot("dead-letters"),
 		step("click requeue"),
 		chromedp.Click(`#requeue-selected`, chromedp.ByQuery),
-		chromedp.WaitVisible(`#flash`, chromedp.ByQuery),
+		// The pause's flash may still show: wait for the requeue's.
+		chromedp.Poll(`(document.querySelector('#flash')?.textContent || '').startsWith('requeued')`, nil),
 		chromedp.Text(`#flash`, &flash, chromedp.ByQuery),
 		chromedp.WaitNotPresent(box, chromedp.ByQuery), // the list reloaded without it
 		shot("dead-letters-requeued"),
@@ -177,6 +187,17 @@ func TestUIRequeueDeadLetter(t *testing.T) {
 	}
 	if !strings.Contains(overviewStats, "dead letters") {
 		t.Errorf("the overview's figures %q do not show the dead letters", overviewStats)
+	}
+	for _, want := range []string{"held-by-console", "operator", "console", "e2e hold", "Resume"} {
+		if !strings.Contains(pausesText, want) {
+			t.Errorf("the overview's pauses %q lack %q after the Pause form was sent", pausesText, want)
+		}
+	}
+	if !strings.Contains(limitsText, "Limits across processes") || !strings.Contains(limitsText, "no limits") {
+		t.Errorf("the overview's limits card says %q, want its title and no limits (weir run sets none)", limitsText)
+	}
+	if ps := getPauses(t, base); !strings.Contains(ps, `"queue": "held-by-console"`) {
+		t.Errorf("the admin API lists %s after the console's pause, want held-by-console", ps)
 	}
 	if !checked {
 		t.Error("the dead letter's checkbox was not checked by the click")
@@ -271,7 +292,7 @@ func saveShots(t *testing.T, shots map[string][]byte) {
 		t.Fatalf("keep the screenshots in %s: %v", keep, err)
 	}
 	dirs := []string{keep}
-	for _, name := range []string{"overview", "dead-letters", "dead-letters-requeued", "failure"} {
+	for _, name := range []string{"overview", "overview-paused", "dead-letters", "dead-letters-requeued", "failure"} {
 		b, ok := shots[name]
 		if !ok {
 			continue
@@ -314,4 +335,19 @@ func getJob(t *testing.T, base string, id int64) adminJob {
 	var j adminJob
 	getJSON(t, fmt.Sprintf("%s/api/admin/jobs/%d", base, id), &j)
 	return j
+}
+
+// getPauses is the body of GET /api/admin/pauses.
+func getPauses(t *testing.T, base string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/api/admin/pauses")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /api/admin/pauses: %s %s (%v)", resp.Status, b, err)
+	}
+	return string(b)
 }

@@ -25,6 +25,7 @@ func TestExecutorIsItsRolesEachMethodOnce(t *testing.T) {
 		"Results":     reflect.TypeFor[store.Results](),
 		"Retention":   reflect.TypeFor[store.Retention](),
 		"Pauses":      reflect.TypeFor[store.Pauses](),
+		"Limits":      reflect.TypeFor[store.Limits](),
 	}
 	owner := map[string]string{}
 	for name, role := range roles {

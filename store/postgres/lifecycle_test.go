@@ -369,8 +369,25 @@ func TestDeadLetterTimeBoundsAreExact(t *testing.T) {
 }
 
 // BenchmarkClaimComplete is a worker's hot path: claim 10 jobs, complete
-// each. Jobs are inserted, 1000 at a time, with the timer stopped.
+// each, with 100 attempts running meanwhile (the 10 oldest are completed
+// after each claim). Jobs are inserted, 1000 at a time, with the timer
+// stopped. The sub-benchmarks run it without a limit, and under a
+// MaxRunning and a Rate that never bind, to show what counting them in
+// the claim costs.
 func BenchmarkClaimComplete(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		limit *store.LimitParams
+	}{
+		{"unlimited", nil},
+		{"max-running", &store.LimitParams{Key: "k", Kinds: []string{"k"}, MaxRunning: 1000}},
+		{"rate", &store.LimitParams{Key: "k", Kinds: []string{"k"}, Rate: 1 << 30, Per: time.Second}},
+	} {
+		b.Run(c.name, func(b *testing.B) { benchClaimComplete(b, c.limit) })
+	}
+}
+
+func benchClaimComplete(b *testing.B, limit *store.LimitParams) {
 	ctx := context.Background()
 	s, err := postgres.Open(ctx, postgres.Config{URL: testenv.Postgres(b), Schema: fmt.Sprint("weirbench_", time.Now().UnixNano())})
 	if err != nil {
@@ -385,13 +402,19 @@ func BenchmarkClaimComplete(b *testing.B) {
 	if _, err := s.Migrate(ctx); err != nil {
 		b.Fatal(err)
 	}
-	const claimSize, refill = 10, 1000
+	ex := s.Executor()
+	if limit != nil {
+		if _, err := ex.SetLimit(ctx, now, *limit); err != nil {
+			b.Fatal(err)
+		}
+	}
+	const claimSize, refill, inFlight = 10, 1000, 100
 	batch := make([]store.InsertParams, refill)
 	for i := range batch {
 		batch[i] = store.InsertParams{Kind: "k", Payload: []byte(`{"doc":"a.txt"}`)}
 	}
-	ex := s.Executor()
 	b.ReportAllocs()
+	var running []store.Lease
 	left, done := 0, 0
 	for b.Loop() {
 		if left < claimSize {
@@ -407,9 +430,13 @@ func BenchmarkClaimComplete(b *testing.B) {
 			b.Fatalf("claimed %d jobs, %v", len(jobs), err)
 		}
 		for _, j := range jobs {
-			if _, err := ex.Complete(ctx, now, store.LeaseOf(j)); err != nil {
+			running = append(running, store.LeaseOf(j))
+		}
+		for len(running) > inFlight {
+			if _, err := ex.Complete(ctx, now, running[0]); err != nil {
 				b.Fatal(err)
 			}
+			running = running[1:]
 		}
 		left -= claimSize
 		done += claimSize

@@ -465,7 +465,8 @@
     const stuck = h('div', { class: 'card' });
     const kinds = h('div', { class: 'card' });
     const paused = h('div', { class: 'card', id: 'pauses' });
-    add(view, stats, h('div', { class: 'grid' }, byState, throughput, dead, outbox, breakers, stuck), paused, kinds);
+    const limited = h('div', { class: 'card', id: 'limits' });
+    add(view, stats, h('div', { class: 'grid' }, byState, throughput, dead, outbox, breakers, stuck), paused, limited, kinds);
     const pauseForm = pauseFormOf(() => sample().then(draw));
 
     const draw = async (smp) => {
@@ -518,6 +519,17 @@
             }, 'Resume'))))), pauseForm);
       } catch (e) {
         fill(paused, h('h2', null, 'Paused queues and kinds'), errorBox(e), pauseForm);
+      }
+      try {
+        const ls = await api('GET', '/api/admin/limits');
+        fill(limited, h('h2', null, 'Limits across processes'), ls.limits.length === 0 ? h('p', { class: 'muted' }, 'no limits') :
+          table(['key', 'kinds', 'running#', 'max running#', 'rate', 'window starts#', 'since'],
+            ls.limits.map((l) => h('tr', null, h('td', null, l.key), h('td', { class: 'wrap' }, l.kinds.join(', ')),
+              h('td', { class: 'num' }, l.running), h('td', { class: 'num' }, l.max_running || '-'),
+              h('td', null, l.rate ? l.rate + ' per ' + l.per_seconds + ' s' : '-'),
+              h('td', { class: 'num' }, l.rate ? l.window_starts : '-'), h('td', null, l.window_start ? fmtTime(l.window_start) : '')))));
+      } catch (e) {
+        fill(limited, h('h2', null, 'Limits across processes'), errorBox(e));
       }
       try {
         const sk = await api('GET', '/api/admin/stuck?limit=10');
