@@ -85,40 +85,25 @@ func RetryableError(err error, idempotent bool) bool {
 
 // failsAgain reports errors that retrying cannot fix.
 func failsAgain(err error) bool {
-	if _, ok := errors.AsType[*tls.CertificateVerificationError](err); ok {
+	if has[*tls.CertificateVerificationError](err) ||
+		has[x509.UnknownAuthorityError](err) ||
+		has[x509.HostnameError](err) ||
+		has[x509.CertificateInvalidError](err) ||
+		has[x509.SystemRootsError](err) ||
+		has[tls.RecordHeaderError](err) || // the server does not speak TLS
+		has[tls.AlertError](err) { // the server refused the handshake
 		return true
-	}
-	if _, ok := errors.AsType[x509.UnknownAuthorityError](err); ok {
-		return true
-	}
-	if _, ok := errors.AsType[x509.HostnameError](err); ok {
-		return true
-	}
-	if _, ok := errors.AsType[x509.CertificateInvalidError](err); ok {
-		return true
-	}
-	if _, ok := errors.AsType[x509.SystemRootsError](err); ok {
-		return true
-	}
-	if _, ok := errors.AsType[tls.RecordHeaderError](err); ok {
-		return true // the server does not speak TLS
-	}
-	if _, ok := errors.AsType[tls.AlertError](err); ok {
-		return true // the server refused the handshake
 	}
 	if dns, ok := errors.AsType[*net.DNSError](err); ok {
 		return !dns.IsTemporary && !dns.IsTimeout
 	}
-	if _, ok := errors.AsType[*net.AddrError](err); ok {
-		return true
-	}
-	if _, ok := errors.AsType[net.UnknownNetworkError](err); ok {
-		return true
-	}
-	if _, ok := errors.AsType[net.InvalidAddrError](err); ok {
-		return true
-	}
-	return false
+	return has[*net.AddrError](err) || has[net.UnknownNetworkError](err) || has[net.InvalidAddrError](err)
+}
+
+// has reports whether err's chain holds an error of type T.
+func has[T error](err error) bool {
+	_, ok := errors.AsType[T](err)
+	return ok
 }
 
 // notSent reports errors that prove the request never left.
