@@ -58,9 +58,9 @@ func (e executor) loadLimits(ctx context.Context, tx *sql.Tx) (*claimLimits, err
 
 // room returns how many attempts of l may start at now, up to want,
 // reading l's running attempts first if it limits them.
-func (c *claimLimits) room(ctx context.Context, tx *sql.Tx, l *weirtype.Limit, now time.Time, want int) (int, error) {
+func (c *claimLimits) room(ctx context.Context, e executor, tx *sql.Tx, l *weirtype.Limit, now time.Time, want int) (int, error) {
 	if l.MaxRunning > 0 && !c.counted[l] {
-		if err := tx.QueryRowContext(ctx, countRunning, kindList(l.Kinds)).Scan(&l.Running); err != nil {
+		if err := e.s.stmts.queryRow(ctx, tx, countRunning, kindList(l.Kinds)).Scan(&l.Running); err != nil {
 			return 0, fmt.Errorf("count the running jobs of limit %q: %w", l.Key, err)
 		}
 		c.counted[l] = true
@@ -102,14 +102,14 @@ func (e executor) claimUnderLimits(ctx context.Context, tx *sql.Tx, p store.Clai
 		if len(jobs) == want {
 			break
 		}
-		n, err := c.room(ctx, tx, l, p.Now, want-len(jobs))
+		n, err := c.room(ctx, e, tx, l, p.Now, want-len(jobs))
 		if err != nil || n == 0 {
 			if err != nil {
 				return nil, err
 			}
 			continue
 		}
-		rows, err := tx.QueryContext(ctx, claimLimited,
+		rows, err := e.s.stmts.query(ctx, tx, claimLimited,
 			encodeTime(p.Now), p.Owner, encodeTime(p.Now.Add(p.LeaseFor)), p.Queue, n, kindList(l.Kinds))
 		if err != nil {
 			return nil, err

@@ -170,7 +170,7 @@ func (e executor) claimProbes(ctx context.Context, tx *sql.Tx, p store.ClaimPara
 		}
 		l := limits.byKind[d.kind]
 		if l != nil {
-			room, err := limits.room(ctx, tx, l, p.Now, 1)
+			room, err := limits.room(ctx, e, tx, l, p.Now, 1)
 			if err != nil {
 				return nil, err
 			}

@@ -35,6 +35,8 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -55,6 +57,7 @@ type settings struct {
 	cpuProfile   string
 	verbose      bool
 	maxRunning   int
+	rounds       int
 	postgresMode bool
 }
 
@@ -64,6 +67,7 @@ func main() {
 	flag.IntVar(&s.n, "n", 10000, "jobs to bulk-insert and run")
 	flag.IntVar(&s.workers, "workers", 100, "concurrent workers, the same for both systems")
 	flag.StringVar(&s.compare, "compare", "", `system to compare with: "river", "limited" (weir with a MaxRunning), or empty for weir alone`)
+	flag.IntVar(&s.rounds, "rounds", 1, "rounds of the comparison, each system once a round in alternating order; more than one prints the median ratio")
 	flag.IntVar(&s.maxRunning, "max-running", 0, "KindConfig.MaxRunning of -compare limited (default 2 × -workers)")
 	flag.StringVar(&s.url, "url", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "PostgreSQL URL (-store postgres)")
 	flag.IntVar(&s.latencyN, "latency-n", 200, "jobs inserted one at a time for the latency measurement (0: skip)")
@@ -91,6 +95,8 @@ func run(ctx context.Context, out io.Writer, s settings) error {
 		return fmt.Errorf("-store %q: want postgres or sqlite", s.store)
 	case s.compare != "" && s.compare != "river" && s.compare != "limited":
 		return fmt.Errorf("-compare %q: want river, limited or nothing", s.compare)
+	case s.rounds < 1:
+		return fmt.Errorf("-rounds %d: want at least 1", s.rounds)
 	case s.maxRunning < 0:
 		return fmt.Errorf("-max-running %d is negative", s.maxRunning)
 	case s.n <= 0 || s.workers <= 0 || s.batch <= 0 || s.latencyN < 0 || s.maxConns <= 0:
@@ -120,24 +126,43 @@ func run(ctx context.Context, out io.Writer, s settings) error {
 			return runWeir(ctx, s, l, s.maxRunning)
 		})
 	}
-	for _, sys := range systems {
-		rctx, cancel := context.WithTimeout(ctx, s.timeout)
-		r, err := sys(rctx, s, logger)
-		cancel()
-		if err != nil {
-			return err
+	var ratios []float64
+	for round := 1; round <= s.rounds; round++ {
+		results = results[:0]
+		// Each round swaps the order, so that neither system always
+		// runs on the warmer (or the more tired) machine.
+		order := slices.Clone(systems)
+		if round%2 == 0 {
+			slices.Reverse(order)
 		}
-		results = append(results, r)
-		fmt.Fprintf(out, "# %s: bulk insert %.2fs; last handler returned at %.3fs; store showed %d completed at %.3fs\n",
-			r.system, r.insert.Seconds(), r.handlersDone.Seconds(), r.jobs, r.elapsed.Seconds())
+		for _, sys := range order {
+			rctx, cancel := context.WithTimeout(ctx, s.timeout)
+			r, err := sys(rctx, s, logger)
+			cancel()
+			if err != nil {
+				return err
+			}
+			results = append(results, r)
+			fmt.Fprintf(out, "# %s: bulk insert %.2fs; last handler returned at %.3fs; store showed %d completed at %.3fs\n",
+				r.system, r.insert.Seconds(), r.handlersDone.Seconds(), r.jobs, r.elapsed.Seconds())
+		}
+		if round%2 == 0 {
+			slices.Reverse(results)
+		}
+		fmt.Fprintln(out)
+		printTable(out, s, results)
+		switch {
+		case len(results) == 2 && s.compare == "limited":
+			ratios = append(ratios, results[1].rate()/results[0].rate())
+			fmt.Fprintf(out, "ratio limited/unlimited: %.2f\n", ratios[len(ratios)-1])
+		case len(results) == 2:
+			ratios = append(ratios, results[0].rate()/results[1].rate())
+			fmt.Fprintf(out, "ratio weir/river: %.2f\n", ratios[len(ratios)-1])
+		}
 	}
-	fmt.Fprintln(out)
-	printTable(out, s, results)
-	switch {
-	case len(results) == 2 && s.compare == "limited":
-		fmt.Fprintf(out, "ratio limited/unlimited: %.2f\n", results[1].rate()/results[0].rate())
-	case len(results) == 2:
-		fmt.Fprintf(out, "ratio weir/river: %.2f\n", results[0].rate()/results[1].rate())
+	if len(ratios) > 1 {
+		slices.Sort(ratios)
+		fmt.Fprintf(out, "ratios over %d rounds: %s; median %.2f\n", len(ratios), fmtRatios(ratios), ratios[len(ratios)/2])
 	}
 	return nil
 }
@@ -174,4 +199,13 @@ func printTable(out io.Writer, s settings, rs []result) {
 
 func ms(d time.Duration) string {
 	return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+}
+
+// fmtRatios is the ratios with two decimals, separated by commas.
+func fmtRatios(rs []float64) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = fmt.Sprintf("%.2f", r)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -20,3 +20,7 @@ CREATE TABLE weir_limit_kinds (
 ) WITHOUT ROWID;
 
 CREATE INDEX weir_limit_kinds_key ON weir_limit_kinds (key);
+
+-- The claim counts the running attempts of a limit's kinds: from this
+-- index alone, one entry per running job, not from the table.
+CREATE INDEX weir_jobs_running_kind ON weir_jobs (kind) WHERE state = 'running';
