@@ -216,24 +216,31 @@ func tempName(name string) string {
 // writeFileAtomic writes b to name (under the data directory) with mode
 // perm, through a temporary file renamed into place.
 func (s *Service) writeFileAtomic(name string, b []byte, perm fs.FileMode) error {
+	return s.writeAtomic(name, perm, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
+}
+
+// writeAtomic makes name (under the data directory), with mode perm, of
+// what write writes, through a temporary file renamed into place: a scan
+// never sees half a file.
+func (s *Service) writeAtomic(name string, perm fs.FileMode, write func(io.Writer) error) error {
 	tmp := tempName(name)
 	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		s.root.Remove(tmp)
-		return err
+	err = write(f)
+	if err == nil {
+		// The umask may have taken bits away, never added any: set them
+		// exactly.
+		err = f.Chmod(perm)
 	}
-	// The umask may have taken bits away, never added any: set them
-	// exactly.
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		s.root.Remove(tmp)
-		return err
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	if err := f.Close(); err != nil {
+	if err != nil {
 		s.root.Remove(tmp)
 		return err
 	}
@@ -271,25 +278,8 @@ func (s *Service) copyIn(src, dst string) error {
 	if err := s.root.MkdirAll(path.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	perm := fi.Mode().Perm() | 0o600
-	tmp := tempName(dst)
-	out, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
+	return s.writeAtomic(dst, fi.Mode().Perm()|0o600, func(w io.Writer) error {
+		_, err := io.CopyBuffer(w, in, make([]byte, 64<<10))
 		return err
-	}
-	if _, err := io.CopyBuffer(out, in, make([]byte, 64<<10)); err != nil {
-		out.Close()
-		s.root.Remove(tmp)
-		return err
-	}
-	if err := out.Chmod(perm); err != nil {
-		out.Close()
-		s.root.Remove(tmp)
-		return err
-	}
-	if err := out.Close(); err != nil {
-		s.root.Remove(tmp)
-		return err
-	}
-	return s.root.Rename(tmp, dst)
+	})
 }
