@@ -52,15 +52,22 @@ func (b *blocker) cause(attempt int) error {
 	return b.causes[attempt]
 }
 
+// slaJob starts a client whose worker blocks, on a kind with an SLA of 20
+// minutes (and a StuckAfter of an hour), and inserts a job of the kind.
+func slaJob(t *testing.T, open opener) (*env, *blocker, *weirtype.Job) {
+	t.Helper()
+	b := newBlocker()
+	e := newEnvOn(t, open, weir.WorkFunc(b.work), weir.KindConfig{SLA: 20 * time.Minute, StuckAfter: time.Hour}, longLease).start()
+	return e, b, e.insert(task{}, nil)
+}
+
 // A running attempt's context ends at the job's deadline with a
 // *DeadlineError; the attempt's error then abandons the job with reason
 // deadline_exceeded.
 func TestDeadlineEndsTheAttemptAndAbandonsTheJob(t *testing.T) {
 	t.Parallel()
 	eachStore(t, func(t *testing.T, open opener) {
-		b := newBlocker()
-		e := newEnvOn(t, open, weir.WorkFunc(b.work), weir.KindConfig{SLA: 20 * time.Minute, StuckAfter: time.Hour}, longLease).start()
-		j := e.insert(task{}, nil)
+		e, b, j := slaJob(t, open)
 		if want := t0.Add(20 * time.Minute); !j.DeadlineAt.Equal(want) {
 			t.Fatalf("deadline %v, want the insert's time plus the SLA, %v", j.DeadlineAt, want)
 		}
@@ -86,9 +93,7 @@ func TestDeadlineEndsTheAttemptAndAbandonsTheJob(t *testing.T) {
 func TestSuccessAfterTheDeadlineIsALateResult(t *testing.T) {
 	t.Parallel()
 	eachStore(t, func(t *testing.T, open opener) {
-		b := newBlocker()
-		e := newEnvOn(t, open, weir.WorkFunc(b.work), weir.KindConfig{SLA: 20 * time.Minute, StuckAfter: time.Hour}, longLease).start()
-		j := e.insert(task{}, nil)
+		e, b, j := slaJob(t, open)
 		waitFor(t, func() bool { return b.hasStarted(1) })
 		e.advanceUntil(10*time.Second, func() bool { return b.cause(1) != nil })
 		// The success comes a minute after the deadline, heartbeats going on
