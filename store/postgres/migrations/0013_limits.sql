@@ -61,18 +61,25 @@ END
 $$;
 
 -- Counts p_n attempts of limit p_key started at p_now in its rate window.
+-- PL/pgSQL, not SQL: its statement's plan is kept for the session, where
+-- an SQL function's would be made again at each claim.
 CREATE FUNCTION weir_limit_took(p_key text, p_now timestamptz, p_n bigint) RETURNS void
-LANGUAGE sql
+LANGUAGE plpgsql
 SET search_path FROM CURRENT
 AS $$
-UPDATE weir_limits SET
-    window_count = p_n + CASE
-        WHEN window_start IS NULL OR window_start < weir_limit_window(p_now, per) THEN 0
-        ELSE window_count END,
-    window_start = CASE
-        WHEN window_start IS NULL OR window_start < weir_limit_window(p_now, per) THEN weir_limit_window(p_now, per)
-        ELSE window_start END
-WHERE key = p_key AND rate > 0 AND p_n > 0
+BEGIN
+    IF p_n < 1 THEN
+        RETURN;
+    END IF;
+    UPDATE weir_limits SET
+        window_count = p_n + CASE
+            WHEN window_start IS NULL OR window_start < weir_limit_window(p_now, per) THEN 0
+            ELSE window_count END,
+        window_start = CASE
+            WHEN window_start IS NULL OR window_start < weir_limit_window(p_now, per) THEN weir_limit_window(p_now, per)
+            ELSE window_start END
+    WHERE key = p_key AND rate > 0;
+END
 $$;
 
 -- Claiming obeys the limits too (migration 0012 has the rest). A breaker's
