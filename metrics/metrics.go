@@ -224,6 +224,12 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 		}{
 			"pause collector (weir_paused, weir_paused_since_seconds)",
 			newPauseCollector(opts.Store.Executor(), opts.Clock, opts.ScrapeTimeout),
+		}, struct {
+			name string
+			c    prometheus.Collector
+		}{
+			"limit collector (weir_limit_running, weir_limit_max_running, weir_limit_window_starts)",
+			newLimitCollector(opts.Store.Executor(), opts.ScrapeTimeout),
 		})
 	}
 	for i, c := range collectors {
