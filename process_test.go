@@ -2,7 +2,6 @@ package weir_test
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/internal/crashpoint"
 	"github.com/weirhq/weir/internal/syncio"
 	"github.com/weirhq/weir/store/postgres"
 	"github.com/weirhq/weir/weirtype"
@@ -522,8 +522,7 @@ func (c *child) kill() {
 		c.t.Fatalf("kill %s: %v", c.id, err)
 	}
 	<-c.exited
-	var ee *exec.ExitError
-	if !errors.As(c.err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+	if !crashpoint.Killed(c.err) {
 		c.t.Fatalf("%s: want death by SIGKILL, got %v", c.id, c.err)
 	}
 }

@@ -56,7 +56,7 @@ func TestIngestKillRestartReindex(t *testing.T) {
 	first := start(t, bin, runArgs, crashpoint.Env+"="+crashpoint.PipelineAfterSave+":100")
 	waitHTTP(t, addr, 20*time.Second)
 	want := copyCorpus(t, filepath.Join(root, "corpus"), filepath.Join(data, "incoming", "corpus"), manifest)
-	if err := first.wait(2 * time.Minute); !killed(err) {
+	if err := first.wait(2 * time.Minute); !crashpoint.Killed(err) {
 		t.Fatalf("the first run ended with %v, want SIGKILL at its crash point; its log:\n%s", err, first.log())
 	}
 	saved := countLines(t, bin, data)
@@ -301,15 +301,6 @@ func (p *process) log() string {
 		s = "…" + s[len(s)-6000:]
 	}
 	return s
-}
-
-func killed(err error) bool {
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) {
-		return false
-	}
-	ws, ok := ee.Sys().(syscall.WaitStatus)
-	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
 }
 
 // serviceStatus is what GET /api/status answers, in part.

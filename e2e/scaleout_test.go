@@ -138,7 +138,7 @@ func TestThreeProcessesOneService(t *testing.T) {
 	}
 
 	// b dies mid-run, killed at its crash point.
-	if err := nodes[1].p.wait(2 * time.Minute); !killed(err) {
+	if err := nodes[1].p.wait(2 * time.Minute); !crashpoint.Killed(err) {
 		t.Fatalf("b ended with %v, want SIGKILL at its crash point; its log:\n%s", err, nodes[1].p.log())
 	}
 	t.Logf("b killed at its 5th save; saved so far: %d", apiStatus(t, nodes[0].addr).Documents["saved"])

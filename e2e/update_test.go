@@ -50,7 +50,7 @@ func TestRestartUpdateAndFileModes(t *testing.T) {
 	for rel, text := range notes {
 		write(rel, text)
 	}
-	if err := first.wait(time.Minute); !killed(err) {
+	if err := first.wait(time.Minute); !crashpoint.Killed(err) {
 		t.Fatalf("the first run ended with %v, want SIGKILL at its crash point; its log:\n%s", err, first.log())
 	}
 

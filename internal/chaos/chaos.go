@@ -333,7 +333,7 @@ func runOnce(ctx context.Context, cfg Config, rng *rand.Rand) (bool, string, err
 	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
-		if killedBy(err) {
+		if crashpoint.Killed(err) {
 			return true, how, nil
 		}
 		return false, "", fmt.Errorf("chaos: the worker ended by itself: %v", err)
@@ -351,16 +351,6 @@ func runOnce(ctx context.Context, cfg Config, rng *rand.Rand) (bool, string, err
 		<-done
 		return false, "", ctx.Err()
 	}
-}
-
-// killedBy reports whether err is the exit of a process killed by SIGKILL.
-func killedBy(err error) bool {
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) {
-		return false
-	}
-	ws, ok := ee.Sys().(syscall.WaitStatus)
-	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
 }
 
 // worker is a running worker process.

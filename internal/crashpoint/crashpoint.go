@@ -9,8 +9,10 @@
 package crashpoint
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -91,4 +93,15 @@ func Hit(name string) {
 	}
 	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	select {} // SIGKILL is not caught; wait for it
+}
+
+// Killed reports whether err, from waiting for a child process, is the
+// exit of a process killed by SIGKILL, as a crash point kills it.
+func Killed(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
 }

@@ -1,12 +1,10 @@
 package crashpoint_test
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/weirhq/weir/internal/crashpoint"
@@ -27,12 +25,8 @@ func TestHitKillsOnThePassAfterTheCount(t *testing.T) {
 		return
 	}
 	out, err := runChild("TestHitKillsOnThePassAfterTheCount", "CRASHPOINT_CHILD=1", crashpoint.Env+"=x:2")
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) {
-		t.Fatalf("child: %v, want it killed; output %q", err, out)
-	}
-	if ws, ok := ee.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		t.Fatalf("child ended with %v, want SIGKILL", ee)
+	if !crashpoint.Killed(err) {
+		t.Fatalf("child ended with %v, want SIGKILL; output %q", err, out)
 	}
 	if !strings.Contains(string(out), "passed twice") || strings.Contains(string(out), "not reached") {
 		t.Fatalf("child printed %q", out)
@@ -71,4 +65,22 @@ func runChild(test string, env ...string) ([]byte, error) {
 	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
 	cmd.Env = append(os.Environ(), env...)
 	return cmd.Output()
+}
+
+// Killed tells a death by SIGKILL from another exit, and from no error.
+func TestKilled(t *testing.T) {
+	for _, c := range []struct {
+		script string
+		want   bool
+	}{
+		{"kill -KILL $$", true},
+		{"kill -TERM $$", false},
+		{"exit 1", false},
+		{"exit 0", false},
+	} {
+		err := exec.Command("sh", "-c", c.script).Run()
+		if got := crashpoint.Killed(err); got != c.want {
+			t.Errorf("sh -c %q: Killed(%v) = %v, want %v", c.script, err, got, c.want)
+		}
+	}
 }

@@ -7,10 +7,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"os"
 	"os/exec"
-	"syscall"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -55,12 +53,8 @@ func RunKilled(t testing.TB, test string, env ...string) []byte {
 	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) {
-		t.Fatalf("child %s: %v, want it killed; output:\n%s", test, err, out)
-	}
-	if ws, ok := ee.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		t.Fatalf("child %s: %v, want SIGKILL; output:\n%s", test, ee, out)
+	if !crashpoint.Killed(err) {
+		t.Fatalf("child %s: %v, want it killed by SIGKILL; output:\n%s", test, err, out)
 	}
 	return out
 }
