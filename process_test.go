@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -20,6 +19,7 @@ import (
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/internal/crashpoint"
 	"github.com/weirhq/weir/internal/syncio"
+	"github.com/weirhq/weir/internal/testenv"
 	"github.com/weirhq/weir/store/postgres"
 	"github.com/weirhq/weir/weirtype"
 )
@@ -281,15 +281,7 @@ func releasedBy(j *weirtype.Job, owner string) bool {
 // defaultProcessJobs.
 func processJobs(t *testing.T) int {
 	t.Helper()
-	v := os.Getenv(jobsEnv)
-	if v == "" {
-		return defaultProcessJobs
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		t.Fatalf("%s=%q is not a positive number of jobs", jobsEnv, v)
-	}
-	return n
+	return testenv.Int(t, jobsEnv, defaultProcessJobs, 1)
 }
 
 // processHarness is one test's schema, with weir's tables and the ledger,

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -49,7 +48,7 @@ func TestChaosWorker(t *testing.T) {
 // checks that nothing was lost, duplicated or orphaned. WEIR_CHAOS_SEED
 // replays a run.
 func TestChaos(t *testing.T) {
-	runChaos(t, chaos.Config{Where: chaos.Where{Dir: filepath.Join(t.TempDir(), "run")}, Kills: envInt(t, "WEIR_CHAOS_KILLS", 10)})
+	runChaos(t, chaos.Config{Where: chaos.Where{Dir: filepath.Join(t.TempDir(), "run")}, Kills: testenv.Int(t, "WEIR_CHAOS_KILLS", 10, 0)})
 }
 
 // TestChaosCatchesAckBeforeCommit plants a bug in the worker, a consumer
@@ -97,7 +96,7 @@ func TestChaosPostgresCuts(t *testing.T) {
 	runChaos(t, chaos.Config{
 		Where:          chaos.Where{Dir: filepath.Join(t.TempDir(), "run"), Postgres: raw, Schema: schema},
 		WorkerPostgres: via,
-		Faults:         envInt(t, "WEIR_CHAOS_FAULTS", 10),
+		Faults:         testenv.Int(t, "WEIR_CHAOS_FAULTS", 10, 0),
 		Fault:          chaos.CutConnections(p),
 	})
 }
@@ -111,7 +110,7 @@ func TestChaosPostgresRestarts(t *testing.T) {
 	srv := teststore.NewPostgresServer(t)
 	runChaos(t, chaos.Config{
 		Where:  chaos.Where{Dir: filepath.Join(t.TempDir(), "run"), Postgres: srv.URL},
-		Faults: envInt(t, "WEIR_CHAOS_FAULTS", 4),
+		Faults: testenv.Int(t, "WEIR_CHAOS_FAULTS", 4, 0),
 		Fault: func(ctx context.Context, rng *rand.Rand) (string, error) {
 			mode := []string{"fast", "immediate"}[rng.IntN(2)]
 			start := time.Now()
@@ -147,7 +146,7 @@ func runHarness(t *testing.T, cfg *chaos.Config) (chaos.Result, string, error) {
 	if cfg.Finish == 0 {
 		cfg.Finish = 3 * time.Minute
 	}
-	cfg.Seed = uint64(envInt(t, "WEIR_CHAOS_SEED", int(rand.Uint32())))
+	cfg.Seed = uint64(testenv.Int(t, "WEIR_CHAOS_SEED", int(rand.Uint32()), 0))
 	cfg.Out = testWriter{t}
 	logPath := filepath.Join(filepath.Dir(cfg.Dir), "worker.log")
 	cfg.Worker = func(w chaos.WorkerConfig) *exec.Cmd {
@@ -190,19 +189,6 @@ func ownSchema(t *testing.T, raw string) string {
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
-func envInt(t *testing.T, name string, def int) int {
-	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		t.Fatalf("%s=%q: want a whole number, 0 or more", name, v)
-	}
-	return n
 }
 
 // testWriter writes to the test's log.

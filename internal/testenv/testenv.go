@@ -214,3 +214,19 @@ func Missing(t testing.TB, what string) {
 	}
 	t.Skipf("SKIPPING: %s; set %s=1 to make this a failure", what, RequireEnv)
 }
+
+// Int returns the whole number the variable name holds, or def when it is
+// unset, and fails the test when it holds anything but a whole number of
+// at least least: a test's size or seed, set from outside.
+func Int(t testing.TB, name string, def, least int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < least {
+		t.Fatalf("%s=%q: want a whole number, %d or more", name, v, least)
+	}
+	return n
+}
