@@ -45,22 +45,11 @@ func unsafeRune(r rune) bool {
 		r == '\u2028' || r == '\u2029' // line and paragraph separators
 }
 
+// escapeRune is r as a Go escape: \n and the other letter escapes where
+// Go has one, \xNN below U+0100, \uNNNN above.
 func escapeRune(r rune) string {
-	switch r {
-	case '\n':
-		return `\n`
-	case '\r':
-		return `\r`
-	case '\t':
-		return `\t`
-	case '\a':
-		return `\a`
-	case '\b':
-		return `\b`
-	case '\f':
-		return `\f`
-	case '\v':
-		return `\v`
+	if i := strings.IndexRune("\n\r\t\a\b\f\v", r); i >= 0 {
+		return `\` + "nrtabfv"[i:i+1]
 	}
 	if r < 0x100 {
 		return fmt.Sprintf(`\x%02x`, r)

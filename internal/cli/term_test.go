@@ -24,6 +24,7 @@ func TestPrintable(t *testing.T) {
 		"sep\u2028line":            `sep\u2028line`,
 		"bad utf-8 \xff\xfe":       `bad utf-8 \xff\xfe`,
 		"nul\x00":                  `nul\x00`,
+		"bs\b ff\f vt\v":           `bs\b ff\f vt\v`,
 	} {
 		if got := printable(in); got != want {
 			t.Errorf("printable(%q) = %q, want %q", in, got, want)
