@@ -16,5 +16,9 @@
 // CI cannot pass by skipping. An override that is not a URL with a host, or
 // a WEIR_REQUIRE_SERVICES that is not a boolean, always fails the test.
 //
+// Int reads a test's size or seed set from outside (WEIR_CHAOS_KILLS,
+// WEIR_PROCESS_JOBS), failing the test on a value that is not a whole
+// number.
+//
 // The package reads the environment; it is for tests only.
 package testenv
