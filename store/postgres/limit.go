@@ -40,6 +40,7 @@ ON CONFLICT (key) DO UPDATE SET
 	window_start = CASE WHEN l.per = excluded.per THEN l.window_start END,
 	window_count = CASE WHEN l.per = excluded.per THEN l.window_count ELSE 0 END,
 	per = excluded.per,
+	running_bound = -1,
 	updated_at = excluded.updated_at`,
 			p.Key, p.MaxRunning, p.Rate, p.Per.Microseconds(), micro(now)); err != nil {
 			return err

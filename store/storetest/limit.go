@@ -22,6 +22,7 @@ func limitCases() []suiteCase {
 		{"LimitRefusesBadInput", testLimitInvalid},
 		{"LimitSetMovesKindsAndUnlimitRemoves", testLimitSetAndUnlimit},
 		{"LimitHoldsABreakersProbe", testLimitProbe},
+		{"LimitCountsTheRunningJobsOfAKindAddedLater", testLimitKindAdded},
 	}
 }
 
@@ -277,5 +278,27 @@ func testLimitProbe(t *testing.T, h Harness) {
 	}
 	if ls := limits(t, ex); ls[0].Running != 1 {
 		t.Fatalf("the probe does not count: %+v", ls[0])
+	}
+}
+
+func testLimitKindAdded(t *testing.T, h Harness) {
+	s := migrated(t, h)
+	ex := s.Executor()
+	// Two of x run before x is limited; one of a runs under the limit.
+	insertKinds(t, ex, "la", "x", "x")
+	if got := kindsOf(claim(t, ex, now, "la", "w1", 2)); !slices.Equal(got, []string{"x", "x"}) {
+		t.Fatalf("claimed kinds %v, want both of x", got)
+	}
+	insertKinds(t, ex, "la", "a", "a", "a")
+	setLimit(t, ex, store.LimitParams{Key: "k", Kinds: []string{"a"}, MaxRunning: 3})
+	if got := kindsOf(claim(t, ex, now, "la", "w1", 1)); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("claimed kinds %v, want one of a", got)
+	}
+	setLimit(t, ex, store.LimitParams{Key: "k", Kinds: []string{"x"}, MaxRunning: 3})
+	if got := claim(t, ex, now, "la", "w1", 1); len(got) != 0 {
+		t.Fatalf("claimed %v with the limit's 3 attempts running (x's two counted since x joined)", ids(got))
+	}
+	if ls := limits(t, ex); len(ls) != 1 || ls[0].Running != 3 {
+		t.Fatalf("ListLimits = %+v, want 3 running", ls)
 	}
 }

@@ -2,7 +2,13 @@
 -- per key, at most max_running attempts running (0: no such limit) and at
 -- most rate starts in each window of per microseconds (0: none), the
 -- window last counted starting at window_start with window_count starts.
--- Each kind counts against one key at most.
+-- Each kind counts against one key at most. running_bound is a bound from
+-- above on the attempts of the key's kinds running, or -1 when unknown:
+-- the running attempts counted at some claim, plus every attempt claimed
+-- since. Only a claim makes a job running, and every claim of a limited
+-- kind adds what it took under the row's lock, so the bound never falls
+-- below the truth however attempts end meanwhile; a claim counts the
+-- running attempts again only when the bound would leave too little room.
 CREATE TABLE weir_limits (
     key          text        PRIMARY KEY CHECK (key <> ''),
     max_running  integer     NOT NULL DEFAULT 0 CHECK (max_running >= 0),
@@ -10,6 +16,7 @@ CREATE TABLE weir_limits (
     per          bigint      NOT NULL DEFAULT 0 CHECK (per >= 0),
     window_start timestamptz,
     window_count integer     NOT NULL DEFAULT 0,
+    running_bound integer    NOT NULL DEFAULT -1,
     updated_at   timestamptz NOT NULL
 );
 
@@ -33,23 +40,26 @@ $$;
 -- p_now, up to p_want. It locks the limit's row until the claim's
 -- transaction ends, so that concurrent claims count one after another; a
 -- row another claim holds gives 0 at once (SKIP LOCKED): that claim takes
--- what the limit allows.
+-- what the limit allows. The running attempts are counted only when the
+-- row's running_bound is unknown or leaves less than p_want of room.
 CREATE FUNCTION weir_limit_room(p_key text, p_kinds text[], p_now timestamptz, p_want bigint) RETURNS bigint
 LANGUAGE plpgsql
 SET search_path FROM CURRENT
 AS $$
 DECLARE
-    l         weir_limits;
-    v_room    bigint := p_want;
-    v_running bigint;
+    l      weir_limits;
+    v_room bigint := p_want;
 BEGIN
     SELECT * INTO l FROM weir_limits WHERE key = p_key FOR UPDATE SKIP LOCKED;
     IF NOT FOUND THEN
         RETURN 0;
     END IF;
     IF l.max_running > 0 THEN
-        SELECT count(*) INTO v_running FROM weir_jobs WHERE state = 'running' AND kind = ANY (p_kinds);
-        v_room := least(v_room, l.max_running - v_running);
+        IF l.running_bound < 0 OR l.running_bound + p_want > l.max_running THEN
+            SELECT count(*) INTO l.running_bound FROM weir_jobs WHERE state = 'running' AND kind = ANY (p_kinds);
+            UPDATE weir_limits SET running_bound = l.running_bound WHERE key = p_key;
+        END IF;
+        v_room := least(v_room, l.max_running - l.running_bound);
     END IF;
     IF l.rate > 0 THEN
         v_room := least(v_room, l.rate - CASE
@@ -60,9 +70,10 @@ BEGIN
 END
 $$;
 
--- Counts p_n attempts of limit p_key started at p_now in its rate window.
--- PL/pgSQL, not SQL: its statement's plan is kept for the session, where
--- an SQL function's would be made again at each claim.
+-- Counts p_n attempts of limit p_key started at p_now: in its rate window
+-- and in its running_bound. PL/pgSQL, not SQL: its statement's plan is
+-- kept for the session, where an SQL function's would be made again at
+-- each claim.
 CREATE FUNCTION weir_limit_took(p_key text, p_now timestamptz, p_n bigint) RETURNS void
 LANGUAGE plpgsql
 SET search_path FROM CURRENT
@@ -72,13 +83,16 @@ BEGIN
         RETURN;
     END IF;
     UPDATE weir_limits SET
-        window_count = p_n + CASE
-            WHEN window_start IS NULL OR window_start < weir_limit_window(p_now, per) THEN 0
-            ELSE window_count END,
+        running_bound = CASE WHEN running_bound < 0 THEN -1 ELSE running_bound + p_n END,
+        window_count = CASE
+            WHEN rate = 0 THEN window_count
+            WHEN window_start IS NULL OR window_start < weir_limit_window(p_now, per) THEN p_n
+            ELSE window_count + p_n END,
         window_start = CASE
+            WHEN rate = 0 THEN window_start
             WHEN window_start IS NULL OR window_start < weir_limit_window(p_now, per) THEN weir_limit_window(p_now, per)
             ELSE window_start END
-    WHERE key = p_key AND rate > 0;
+    WHERE key = p_key AND (rate > 0 OR max_running > 0);
 END
 $$;
 
