@@ -100,8 +100,8 @@ $$;
 -- probe of a limited kind is taken only if its limit has room, and
 -- counts. Then, when any kind is limited, each limit in turn claims the
 -- jobs of its kinds as far as it allows; and the rest of the claim takes
--- only jobs of kinds no limit holds. With no limit, the claim is as it
--- was.
+-- only jobs of kinds no limit holds (with no limit, v_limited is empty
+-- and the claim is as it was).
 DROP FUNCTION weir_claim(timestamptz, text, bigint, text, timestamptz);
 CREATE FUNCTION weir_claim(
     p_now timestamptz, p_queue text, p_limit bigint, p_owner text, p_expires timestamptz
@@ -160,54 +160,35 @@ BEGIN
     IF v_taken >= p_limit THEN
         RETURN;
     END IF;
-    IF cardinality(v_limited) = 0 THEN
-        RETURN QUERY UPDATE weir_jobs SET
-            state = 'running',
-            attempt = attempt + 1,
-            attempted_at = p_now,
-            updated_at = p_now,
-            lease_owner = p_owner,
-            lease_expires_at = p_expires
-        WHERE id IN (
-            SELECT j.id FROM weir_jobs j
-            WHERE j.queue = p_queue
-                AND (j.state = 'available' OR (j.state = 'scheduled' AND j.scheduled_at <= p_now))
-                AND NOT EXISTS (SELECT 1 FROM weir_pauses p
-                    WHERE p.queue = p_queue AND p.kind IN ('', j.kind)
-                        AND (p.cause <> 'retry_after' OR p.until_at > p_now))
-            ORDER BY j.priority DESC, j.scheduled_at, j.id
-            LIMIT p_limit - v_taken
-            FOR UPDATE SKIP LOCKED)
-        RETURNING *;
-        RETURN;
+    IF cardinality(v_limited) > 0 THEN
+        FOR v_key IN SELECT key FROM weir_limits ORDER BY key LOOP
+            EXIT WHEN v_taken >= p_limit;
+            v_kinds := ARRAY(SELECT kind FROM weir_limit_kinds WHERE key = v_key);
+            v_room := weir_limit_room(v_key, v_kinds, p_now, p_limit - v_taken);
+            CONTINUE WHEN v_room < 1;
+            RETURN QUERY UPDATE weir_jobs SET
+                state = 'running',
+                attempt = attempt + 1,
+                attempted_at = p_now,
+                updated_at = p_now,
+                lease_owner = p_owner,
+                lease_expires_at = p_expires
+            WHERE id IN (
+                SELECT j.id FROM weir_jobs j
+                WHERE j.queue = p_queue AND j.kind = ANY (v_kinds)
+                    AND (j.state = 'available' OR (j.state = 'scheduled' AND j.scheduled_at <= p_now))
+                    AND NOT EXISTS (SELECT 1 FROM weir_pauses p
+                        WHERE p.queue = p_queue AND p.kind IN ('', j.kind)
+                            AND (p.cause <> 'retry_after' OR p.until_at > p_now))
+                ORDER BY j.priority DESC, j.scheduled_at, j.id
+                LIMIT v_room
+                FOR UPDATE SKIP LOCKED)
+            RETURNING *;
+            GET DIAGNOSTICS v_n = ROW_COUNT;
+            PERFORM weir_limit_took(v_key, p_now, v_n);
+            v_taken := v_taken + v_n;
+        END LOOP;
     END IF;
-    FOR v_key IN SELECT key FROM weir_limits ORDER BY key LOOP
-        EXIT WHEN v_taken >= p_limit;
-        v_kinds := ARRAY(SELECT kind FROM weir_limit_kinds WHERE key = v_key);
-        v_room := weir_limit_room(v_key, v_kinds, p_now, p_limit - v_taken);
-        CONTINUE WHEN v_room < 1;
-        RETURN QUERY UPDATE weir_jobs SET
-            state = 'running',
-            attempt = attempt + 1,
-            attempted_at = p_now,
-            updated_at = p_now,
-            lease_owner = p_owner,
-            lease_expires_at = p_expires
-        WHERE id IN (
-            SELECT j.id FROM weir_jobs j
-            WHERE j.queue = p_queue AND j.kind = ANY (v_kinds)
-                AND (j.state = 'available' OR (j.state = 'scheduled' AND j.scheduled_at <= p_now))
-                AND NOT EXISTS (SELECT 1 FROM weir_pauses p
-                    WHERE p.queue = p_queue AND p.kind IN ('', j.kind)
-                        AND (p.cause <> 'retry_after' OR p.until_at > p_now))
-            ORDER BY j.priority DESC, j.scheduled_at, j.id
-            LIMIT v_room
-            FOR UPDATE SKIP LOCKED)
-        RETURNING *;
-        GET DIAGNOSTICS v_n = ROW_COUNT;
-        PERFORM weir_limit_took(v_key, p_now, v_n);
-        v_taken := v_taken + v_n;
-    END LOOP;
     IF v_taken >= p_limit THEN
         RETURN;
     END IF;
