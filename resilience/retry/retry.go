@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/internal/defaults"
 	"github.com/weirhq/weir/internal/redact"
 	"github.com/weirhq/weir/resilience/backoff"
 	"github.com/weirhq/weir/resilience/budget"
@@ -89,20 +90,14 @@ type Policy struct {
 
 // New returns a Policy, or an error naming the bad field.
 func New(cfg Config) (*Policy, error) {
-	if cfg.MaxAttempts == 0 {
-		cfg.MaxAttempts = DefaultMaxAttempts
-	}
-	if cfg.MaxAttempts < 0 {
-		return nil, fmt.Errorf("retry: max attempts %d is negative", cfg.MaxAttempts)
+	if err := defaults.Set("retry: max attempts", &cfg.MaxAttempts, DefaultMaxAttempts); err != nil {
+		return nil, err
 	}
 	if cfg.TTL < 0 {
 		return nil, fmt.Errorf("retry: ttl %v is negative", cfg.TTL)
 	}
-	if cfg.MaxRetryAfter == 0 {
-		cfg.MaxRetryAfter = DefaultMaxRetryAfter
-	}
-	if cfg.MaxRetryAfter < 0 {
-		return nil, fmt.Errorf("retry: MaxRetryAfter %v is negative", cfg.MaxRetryAfter)
+	if err := defaults.Set("retry: MaxRetryAfter", &cfg.MaxRetryAfter, DefaultMaxRetryAfter); err != nil {
+		return nil, err
 	}
 	if err := cfg.Backoff.Validate(); err != nil {
 		return nil, fmt.Errorf("retry: %w", err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/internal/defaults"
 	"github.com/weirhq/weir/internal/redact"
 	"github.com/weirhq/weir/resilience/breaker"
 	"github.com/weirhq/weir/resilience/retry"
@@ -98,11 +99,8 @@ func New(cfg Config) (*Transport, error) {
 	if cfg.AttemptTimeout < 0 {
 		return nil, fmt.Errorf("transport: AttemptTimeout %v is negative", cfg.AttemptTimeout)
 	}
-	if cfg.MaxBufferedBody == 0 {
-		cfg.MaxBufferedBody = DefaultMaxBufferedBody
-	}
-	if cfg.MaxBufferedBody < 0 {
-		return nil, fmt.Errorf("transport: MaxBufferedBody %d is negative", cfg.MaxBufferedBody)
+	if err := defaults.Set("transport: MaxBufferedBody", &cfg.MaxBufferedBody, DefaultMaxBufferedBody); err != nil {
+		return nil, err
 	}
 	if cfg.MaxRetryAfter < 0 {
 		return nil, fmt.Errorf("transport: MaxRetryAfter %v is negative", cfg.MaxRetryAfter)
