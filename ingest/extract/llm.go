@@ -2,6 +2,7 @@ package extract
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/internal/defaults"
 	"github.com/weirhq/weir/internal/redact"
 	"github.com/weirhq/weir/resilience/breaker"
 	"github.com/weirhq/weir/resilience/retry"
@@ -120,17 +122,11 @@ func NewLLM(cfg LLMConfig) (*LLM, error) {
 	if cfg.Model == "" {
 		cfg.Model = DefaultModel
 	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	if cfg.Timeout < 0 {
-		return nil, fmt.Errorf("extract: Timeout %v is negative: %w", cfg.Timeout, ErrInvalidConfig)
-	}
-	if cfg.MaxInputRunes == 0 {
-		cfg.MaxInputRunes = DefaultMaxInputRunes
-	}
-	if cfg.MaxInputRunes < 0 {
-		return nil, fmt.Errorf("extract: MaxInputRunes %d is negative: %w", cfg.MaxInputRunes, ErrInvalidConfig)
+	if err := cmp.Or(
+		defaults.Set("extract: Timeout", &cfg.Timeout, DefaultTimeout),
+		defaults.Set("extract: MaxInputRunes", &cfg.MaxInputRunes, DefaultMaxInputRunes),
+	); err != nil {
+		return nil, fmt.Errorf("%w: %w", err, ErrInvalidConfig)
 	}
 	cfg.Clock = clock.Or(cfg.Clock)
 	if cfg.Breaker == nil {
