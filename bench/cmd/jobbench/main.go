@@ -162,7 +162,7 @@ func run(ctx context.Context, out io.Writer, s settings) error {
 	}
 	if len(ratios) > 1 {
 		slices.Sort(ratios)
-		fmt.Fprintf(out, "ratios over %d rounds: %s; median %.2f\n", len(ratios), fmtRatios(ratios), ratios[len(ratios)/2])
+		fmt.Fprintf(out, "ratios over %d rounds: %s; median %.2f\n", len(ratios), fmtRatios(ratios), median(ratios))
 	}
 	return nil
 }
@@ -208,4 +208,14 @@ func fmtRatios(rs []float64) string {
 		parts[i] = fmt.Sprintf("%.2f", r)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// median is the median of sorted rs: the mean of the middle two for an
+// even count.
+func median(rs []float64) float64 {
+	n := len(rs)
+	if n%2 == 1 {
+		return rs[n/2]
+	}
+	return (rs[n/2-1] + rs[n/2]) / 2
 }
