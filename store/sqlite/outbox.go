@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -94,26 +95,79 @@ func (e executor) purge(ctx context.Context, op string, before time.Time, limit 
 	return e.execCount(ctx, op, del, encodeTime(before), limit)
 }
 
-// scanOutbox reads one row of outboxColumns.
-func scanOutbox(row scanner) (*weirtype.OutboxMessage, error) {
-	// One allocation holds the message and what Scan writes through
-	// pointers, which would each escape on their own.
-	r := new(struct {
-		m                        weirtype.OutboxMessage
-		headers                  sql.NullString
-		created, published, next sql.NullInt64
-	})
-	m := &r.m
-	if err := row.Scan(&m.ID, &m.Topic, &m.Key, &m.Payload, &r.headers, &r.created, &r.published, &m.Attempts, &m.LastError, &r.next); err != nil {
-		return nil, err
-	}
-	if r.headers.Valid && r.headers.String != "" {
-		if err := json.Unmarshal([]byte(r.headers.String), &m.Headers); err != nil {
-			return nil, fmt.Errorf("outbox message %d: headers: %w", m.ID, err)
+// claimBatch builds the messages of one claim from rows of
+// claimColumns. It allocates them a block at a time, and copies their
+// payloads into shared chunks, rather than allocating each message and
+// each payload on its own: a payload scanned into a *[]byte is the
+// driver's copy cloned again by database/sql, a second allocation per
+// message; scanned into a sql.RawBytes, the driver's copy is read in
+// place (valid until the next row) and copied into the chunk. A message
+// kept after its batch keeps its block and its payload's chunk alive.
+type claimBatch struct {
+	owner   string
+	expires time.Time
+	msgs    []*weirtype.OutboxMessage
+	block   []weirtype.OutboxMessage // the messages not used yet
+	chunk   []byte                   // payload space not used yet
+}
+
+// Sizes of claimBatch's allocations.
+const (
+	claimBlock   = 64       // messages per block at most
+	payloadChunk = 32 << 10 // bytes of payload per chunk
+	payloadAlone = 4 << 10  // a payload from this size has an allocation of its own
+)
+
+// scan reads and closes rows, of claimColumns, up to limit in all.
+func (c *claimBatch) scan(rows *sql.Rows, limit int) error {
+	defer rows.Close()
+	var (
+		payload, headers sql.RawBytes
+		created          int64
+		next             sql.NullInt64
+	)
+	for rows.Next() {
+		if len(c.block) == 0 {
+			c.block = make([]weirtype.OutboxMessage, max(1, min(limit-len(c.msgs), claimBlock)))
 		}
+		m := &c.block[0]
+		if err := rows.Scan(&m.ID, &m.Topic, &m.Key, &payload, &headers, &created, &m.Attempts, &m.LastError, &next); err != nil {
+			return err
+		}
+		c.block = c.block[1:]
+		if len(headers) > 0 {
+			if err := json.Unmarshal(headers, &m.Headers); err != nil {
+				return fmt.Errorf("outbox message %d: headers: %w", m.ID, err)
+			}
+		}
+		m.Payload = c.keep(payload)
+		m.CreatedAt = decodeTime(sql.NullInt64{Int64: created, Valid: true})
+		m.NextAttemptAt = m.CreatedAt
+		if next.Valid {
+			m.NextAttemptAt = decodeTime(next)
+		}
+		m.LeaseOwner, m.LeaseExpiresAt = c.owner, c.expires
+		c.msgs = append(c.msgs, m)
 	}
-	m.CreatedAt, m.PublishedAt, m.NextAttemptAt = decodeTime(r.created), decodeTime(r.published), decodeTime(r.next)
-	return m, nil
+	return rows.Err()
+}
+
+// keep returns a copy of b, nil if b is empty, in c's payload chunk when
+// it is small.
+func (c *claimBatch) keep(b []byte) []byte {
+	switch {
+	case len(b) == 0:
+		return nil
+	case len(b) >= payloadAlone:
+		return bytes.Clone(b)
+	}
+	if len(c.chunk) < len(b) {
+		c.chunk = make([]byte, payloadChunk)
+	}
+	kept := c.chunk[:len(b):len(b)]
+	copy(kept, b)
+	c.chunk = c.chunk[len(b):]
+	return kept
 }
 
 // OutboxIdentity reads the store's identity (weir_store_identity); see

@@ -1,10 +1,12 @@
 package sqlite_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -318,4 +320,54 @@ func pendingIDs(t *testing.T, db *sql.DB) []int64 {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// A claim's messages carry every field as added, and each its own
+// payload, although the claim copies small payloads into shared chunks:
+// appending to one does not write over the next, and a later claim does
+// not change them.
+func TestOutboxClaimKeepsEachMessageWhole(t *testing.T) {
+	s := migratedTemp(t)
+	ex := s.Executor()
+	ctx := context.Background()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 123000, time.UTC)
+	add := []store.OutboxMessage{
+		{Topic: "a", Key: "k1", Payload: []byte("first"), Headers: map[string]string{"h": "1"}},
+		{Topic: "b", Payload: []byte("second")},
+		{Topic: "a"}, // no payload
+		{Topic: "c", Key: "k2", Payload: bytes.Repeat([]byte("x"), 10<<10)},
+	}
+	for i := range 200 {
+		add = append(add, store.OutboxMessage{Topic: "d", Payload: fmt.Appendf(nil, `{"seq":%d}`, i)})
+	}
+	ids, err := ex.AddOutbox(ctx, now, add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ex.ClaimOutbox(ctx, store.OutboxClaimParams{Now: now, Limit: 150, Owner: "r1", LeaseFor: time.Minute})
+	if err != nil || len(got) != 150 {
+		t.Fatalf("claimed %d messages (%v), want 150", len(got), err)
+	}
+	check := func(when string) {
+		t.Helper()
+		for i, m := range got {
+			w := add[i]
+			if m.ID != ids[i] || m.Topic != w.Topic || m.Key != w.Key || !bytes.Equal(m.Payload, w.Payload) || !maps.Equal(m.Headers, w.Headers) ||
+				!m.CreatedAt.Equal(now) || !m.NextAttemptAt.Equal(now) || !m.PublishedAt.IsZero() || m.Attempts != 0 || m.LastError != "" ||
+				m.LeaseOwner != "r1" || !m.LeaseExpiresAt.Equal(now.Add(time.Minute)) {
+				t.Fatalf("%s: message %d is %+v; added %+v", when, i, *m, w)
+			}
+		}
+	}
+	check("claimed")
+	for _, m := range got {
+		m.Payload = append(m.Payload, "!!!"...)
+		m.Payload = m.Payload[:len(m.Payload)-3]
+	}
+	check("after appending to each payload")
+	rest, err := ex.ClaimOutbox(ctx, store.OutboxClaimParams{Now: now, Limit: 100, Owner: "r1", LeaseFor: time.Minute, Holding: ids[:150]})
+	if err != nil || len(rest) != len(add)-150 {
+		t.Fatalf("claimed %d more (%v), want %d", len(rest), err, len(add)-150)
+	}
+	check("after another claim")
 }

@@ -32,9 +32,12 @@ import (
 // passes them all, and the claim finds them below it through
 // weir_outbox_set_aside.
 
-// outboxColumns are weir_outbox's columns in the order scanOutbox reads
-// them.
-const outboxColumns = `id, topic, key, payload, headers, created_at, published_at, attempts, last_error, next_attempt_at`
+// claimColumns are the columns of a claimed message o, in the order
+// claimBatch.scan reads them. published_at is not among them: a claimed
+// message is pending, its published_at NULL. next_attempt_at is NULL
+// where it equals created_at, as it does until a publish fails: one
+// integer fewer for the driver to box per message.
+const claimColumns = `o.id, o.topic, o.key, o.payload, o.headers, o.created_at, o.attempts, o.last_error, nullif(o.next_attempt_at, o.created_at)`
 
 // watermark is the id up to which messages that never failed are
 // published.
@@ -93,12 +96,14 @@ var keyFree = `(o.key = '' OR NOT EXISTS (
 // watermark ?5, and those at or below it set aside. Leaving out the whole
 // held range, not just the held ids, keeps the scan on the index (a held
 // id is typically among the latest few hundred): what it leaves out, a
-// later claim takes.
+// later claim takes. When the held range starts just above the watermark,
+// as it does while the relay publishes batch after batch, claimAbove's
+// scan starts above the held range rather than stepping over its rows.
 var (
-	claimAbove = `SELECT ` + outboxColumns + ` FROM weir_outbox o
-	WHERE o.id > ?5 AND o.published_at IS NULL AND o.next_attempt_at <= ?1 AND o.id NOT BETWEEN ?2 AND ?3 AND ` + keyFree + `
+	claimAbove = `SELECT ` + claimColumns + ` FROM weir_outbox o
+	WHERE o.id > iif(?2 <= ?5 + 1, max(?3, ?5), ?5) AND o.published_at IS NULL AND o.next_attempt_at <= ?1 AND o.id NOT BETWEEN ?2 AND ?3 AND ` + keyFree + `
 	ORDER BY o.id LIMIT CAST(?4 AS INTEGER)`
-	claimBelow = `SELECT ` + outboxColumns + ` FROM weir_outbox o INDEXED BY weir_outbox_set_aside
+	claimBelow = `SELECT ` + claimColumns + ` FROM weir_outbox o INDEXED BY weir_outbox_set_aside
 	WHERE o.published_at IS NULL AND ` + setAside("o") + ` AND o.id <= ?5 AND o.next_attempt_at <= ?1 AND o.id NOT BETWEEN ?2 AND ?3 AND ` + keyFree + `
 	ORDER BY o.id LIMIT CAST(?4 AS INTEGER)`
 )
@@ -182,44 +187,35 @@ func claimPending(ctx context.Context, stmts *stmtCache, tx *sql.Tx, p store.Out
 	if len(p.Holding) > 0 {
 		lo, hi = slices.Min(p.Holding), slices.Max(p.Holding)
 	}
-	var msgs []*weirtype.OutboxMessage
+	c := claimBatch{owner: p.Owner, expires: expires}
 	for _, q := range []string{claimBelow, claimAbove} {
-		if len(msgs) == p.Limit {
+		if len(c.msgs) == p.Limit {
 			break
 		}
-		rows, err := stmts.query(ctx, tx, q, encodeTime(p.Now), lo, hi, p.Limit-len(msgs), w)
+		rows, err := stmts.query(ctx, tx, q, encodeTime(p.Now), lo, hi, p.Limit-len(c.msgs), w)
 		if err != nil {
 			return nil, err
 		}
-		got, err := scanClaimed(rows, p.Owner, expires)
-		if err != nil {
+		if err := c.scan(rows, p.Limit); err != nil {
 			return nil, err
 		}
-		msgs = append(msgs, got...)
 	}
-	return msgs, nil
-}
-
-// scanClaimed reads and closes rows of outboxColumns, messages held by
-// owner until expires.
-func scanClaimed(rows *sql.Rows, owner string, expires time.Time) ([]*weirtype.OutboxMessage, error) {
-	defer rows.Close()
-	var msgs []*weirtype.OutboxMessage
-	for rows.Next() {
-		m, err := scanOutbox(rows)
-		if err != nil {
-			return nil, err
-		}
-		m.LeaseOwner, m.LeaseExpiresAt = owner, expires
-		msgs = append(msgs, m)
-	}
-	return msgs, rows.Err()
+	return c.msgs, nil
 }
 
 // The statements of MarkPublished.
 var (
-	// markScan reads the pending messages above the watermark ?1 up to ?2.
-	markScan = `SELECT id, ` + setAside("weir_outbox") + ` FROM weir_outbox WHERE id > ?1 AND id <= ?2 AND published_at IS NULL ORDER BY id`
+	// markScan counts the pending messages above the watermark ?1 up to
+	// ?2, and those of them among the ids ?3 (a JSON array) and not set
+	// aside, which the watermark can pass: when the counts are equal, as
+	// they are while the relay publishes batch after batch, the mark has
+	// nothing else to do with them. It runs in SQLite, rather than
+	// returning each message's row to Go.
+	markScan = `SELECT count(*), coalesce(sum(id IN (SELECT value FROM json_each(?3)) AND NOT ` + setAside("weir_outbox") + `), 0)
+		FROM weir_outbox WHERE id > ?1 AND id <= ?2 AND published_at IS NULL`
+	// markRows reads the pending messages above the watermark ?1 up to
+	// ?2, when markScan found some to park or to mark one by one.
+	markRows = `SELECT id, ` + setAside("weir_outbox") + ` FROM weir_outbox WHERE id > ?1 AND id <= ?2 AND published_at IS NULL ORDER BY id`
 	// markEach marks published at ?1 the pending ids ?2 (a JSON array),
 	// against the watermark ?3.
 	markEach = `UPDATE weir_outbox SET published_at = ?1
@@ -235,11 +231,12 @@ var (
 // set aside.
 func (e executor) MarkPublished(ctx context.Context, now time.Time, owner string, ids []int64) (int, error) {
 	const op = "mark published"
-	if _, err := heldArgs(op, now, owner, ids); err != nil || len(ids) == 0 {
+	idsJSON, err := heldArgs(op, now, owner, ids)
+	if err != nil || idsJSON == "" {
 		return 0, err
 	}
 	var marked int
-	err := e.write(ctx, func(tx *sql.Tx) error {
+	err = e.write(ctx, func(tx *sql.Tx) error {
 		marked = 0
 		var holds bool
 		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM weir_outbox_relay WHERE owner = ?1)`, owner).Scan(&holds); err != nil || !holds {
@@ -254,58 +251,31 @@ func (e executor) MarkPublished(ctx context.Context, now time.Time, owner string
 		if last.Valid && last.Int64 > at {
 			at = last.Int64 // marks keep their order in time too
 		}
-		given := make(map[int64]bool, len(ids))
-		var one, parked []int64 // to mark one by one; to park
+		var one []int64 // to mark one by one
 		top := w
 		for _, id := range ids {
 			if id > w {
-				given[id] = true
 				top = max(top, id)
 			} else {
 				one = append(one, id) // set aside, if pending at all
 			}
 		}
-		n := 0 // given, and published by the watermark
 		if top > w {
-			rows, err := e.s.stmts.query(ctx, tx, markScan, w, top)
-			if err != nil {
+			var pending, passed int
+			if err := e.s.stmts.queryRow(ctx, tx, markScan, w, top, idsJSON).Scan(&pending, &passed); err != nil {
 				return err
 			}
-			for rows.Next() {
-				var (
-					id    int64
-					aside bool
-				)
-				if err := rows.Scan(&id, &aside); err != nil {
-					rows.Close()
-					return err
-				}
-				switch {
-				case given[id] && aside:
-					one = append(one, id)
-				case given[id]:
-					n++
-				case !aside:
-					parked = append(parked, id)
-				}
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
-			if len(parked) > 0 {
-				b, err := json.Marshal(parked)
+			if pending > passed {
+				odd, err := e.markOdd(ctx, tx, w, top, ids)
 				if err != nil {
 					return err
 				}
-				if _, err := e.s.stmts.exec(ctx, tx, park, string(b)); err != nil {
-					return err
-				}
+				one = append(one, odd...)
 			}
 			if _, err := e.s.stmts.exec(ctx, tx, insertMark, top, at); err != nil {
 				return err
 			}
-			marked += n
+			marked += passed
 		}
 		if len(one) > 0 {
 			b, err := json.Marshal(one)
@@ -326,6 +296,51 @@ func (e executor) MarkPublished(ctx context.Context, now time.Time, owner string
 		return 0, fmt.Errorf("%s: %w", op, err)
 	}
 	return marked, nil
+}
+
+// markOdd parks, in tx, the pending messages above the watermark w up to
+// top that are not among ids and not set aside, and returns those among
+// ids set aside, to be marked one by one.
+func (e executor) markOdd(ctx context.Context, tx *sql.Tx, w, top int64, ids []int64) ([]int64, error) {
+	given := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		given[id] = true
+	}
+	rows, err := tx.QueryContext(ctx, markRows, w, top)
+	if err != nil {
+		return nil, err
+	}
+	var one, parked []int64
+	for rows.Next() {
+		var (
+			id    int64
+			aside bool
+		)
+		if err := rows.Scan(&id, &aside); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		switch {
+		case given[id] && aside:
+			one = append(one, id)
+		case !given[id] && !aside:
+			parked = append(parked, id)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(parked) > 0 {
+		b, err := json.Marshal(parked)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := e.s.stmts.exec(ctx, tx, park, string(b)); err != nil {
+			return nil, err
+		}
+	}
+	return one, nil
 }
 
 // RetryOutbox records a failed publish of the messages ids that owner
