@@ -19,6 +19,7 @@ import (
 	"github.com/weirhq/weir/ingest/search/fts"
 	"github.com/weirhq/weir/internal/eventually"
 	"github.com/weirhq/weir/internal/testenv"
+	"github.com/weirhq/weir/internal/teststore"
 	"github.com/weirhq/weir/resilience/backoff"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/store/appdb"
@@ -92,7 +93,7 @@ func openDB(t *testing.T, kind, root string) *appdb.DB {
 	cfg := appdb.Config{Path: filepath.Join(root, "weir.db")}
 	if kind == "postgres" {
 		raw := testenv.Postgres(t)
-		cfg = appdb.Config{URL: raw, Schema: ownSchema(t, raw), MaxConns: 8}
+		cfg = appdb.Config{URL: raw, Schema: teststore.Schema(t, raw, "pipeline_"), MaxConns: 8}
 	}
 	db, err := appdb.Open(context.Background(), cfg)
 	if err != nil {

@@ -2,8 +2,6 @@ package pipeline_test
 
 import (
 	"context"
-	crand "crypto/rand"
-	"encoding/hex"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -11,37 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/weirhq/weir/ingest/extract"
 	"github.com/weirhq/weir/ingest/pipeline"
 	"github.com/weirhq/weir/internal/testenv"
+	"github.com/weirhq/weir/internal/teststore"
 	"github.com/weirhq/weir/resilience/backoff"
 	"github.com/weirhq/weir/store/appdb"
 	"github.com/weirhq/weir/weirtype"
 )
-
-// ownSchema names a PostgreSQL schema of the test's own in the database
-// at raw, and drops it at the test's end.
-func ownSchema(t *testing.T, raw string) string {
-	t.Helper()
-	b := make([]byte, 6)
-	_, _ = crand.Read(b)
-	schema := "pipeline_" + hex.EncodeToString(b)
-	t.Cleanup(func() {
-		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, raw)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	return schema
-}
 
 // TestPostgresTwoServices runs two services, as two processes would, on
 // one PostgreSQL schema, one data directory and one index file: each file
@@ -52,7 +27,7 @@ func TestPostgresTwoServices(t *testing.T) {
 	raw := testenv.Postgres(t)
 	t.Parallel()
 	ctx := context.Background()
-	schema := ownSchema(t, raw)
+	schema := teststore.Schema(t, raw, "pipeline_")
 	root := t.TempDir()
 	dir := filepath.Join(root, "data")
 	logs := newLogBuffer(t)

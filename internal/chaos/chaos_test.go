@@ -2,8 +2,6 @@ package chaos_test
 
 import (
 	"context"
-	crand "crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -16,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/weirhq/weir/internal/crashpoint"
 	"github.com/weirhq/weir/internal/faultproxy"
 	"github.com/weirhq/weir/internal/testenv"
@@ -92,7 +89,7 @@ func TestChaosCatchesAckBeforeCommit(t *testing.T) {
 func TestChaosPostgresCuts(t *testing.T) {
 	raw := testenv.Postgres(t)
 	p, via := faultproxy.ForURL(t, raw)
-	schema := ownSchema(t, raw)
+	schema := teststore.Schema(t, raw, "chaos_")
 	runChaos(t, chaos.Config{
 		Where:          chaos.Where{Dir: filepath.Join(t.TempDir(), "run"), Postgres: raw, Schema: schema},
 		WorkerPostgres: via,
@@ -163,26 +160,6 @@ func runHarness(t *testing.T, cfg *chaos.Config) (chaos.Result, string, error) {
 	}
 	res, err := chaos.Run(context.Background(), *cfg)
 	return res, logPath, err
-}
-
-// ownSchema names a schema of the test's own in the database at raw, and
-// drops it at the test's end.
-func ownSchema(t *testing.T, raw string) string {
-	b := make([]byte, 6)
-	_, _ = crand.Read(b)
-	schema := "chaos_" + hex.EncodeToString(b)
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(context.Background(), raw)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(context.Background())
-		if _, err := conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	return schema
 }
 
 // lastLines returns the last n lines of s.

@@ -59,6 +59,29 @@ func RunKilled(t testing.TB, test string, env ...string) []byte {
 	return out
 }
 
+// Schema names a PostgreSQL schema of the test's own, prefix plus random
+// hex, and drops it, with all it holds, at the test's end, over a
+// connection of its own to the database at url.
+func Schema(t testing.TB, url, prefix string) string {
+	t.Helper()
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	schema := prefix + hex.EncodeToString(b)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	return schema
+}
+
 // PostgresStore opens and migrates a PostgreSQL store in a schema of its
 // own, named prefix plus random hex and dropped when the test ends, and
 // returns it with the server's URL. It skips the test, loudly, without
@@ -67,18 +90,11 @@ func PostgresStore(t testing.TB, prefix string, maxConns int32) (*postgres.Store
 	t.Helper()
 	ctx := context.Background()
 	url := testenv.Postgres(t)
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	s, err := postgres.Open(ctx, postgres.Config{URL: url, Schema: prefix + hex.EncodeToString(b), MaxConns: maxConns})
+	s, err := postgres.Open(ctx, postgres.Config{URL: url, Schema: Schema(t, url, prefix), MaxConns: maxConns})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	t.Cleanup(func() {
-		if _, err := s.Pool().Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{s.Schema()}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema: %v", err)
-		}
-	})
 	if _, err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}

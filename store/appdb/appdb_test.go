@@ -2,8 +2,6 @@ package appdb_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,9 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/weirhq/weir/internal/testenv"
+	"github.com/weirhq/weir/internal/teststore"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/store/appdb"
 )
@@ -128,17 +125,7 @@ func TestOpenRefusesAnotherScheme(t *testing.T) {
 // the application's schema is applied under an advisory lock.
 func TestConcurrentMigrateOnPostgres(t *testing.T) {
 	url := testenv.Postgres(t)
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	name := "appdb_" + hex.EncodeToString(b)
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(context.Background(), url)
-		if err != nil {
-			return
-		}
-		defer conn.Close(context.Background())
-		_, _ = conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE")
-	})
+	name := teststore.Schema(t, url, "appdb_")
 	var wg sync.WaitGroup
 	errs := make(chan error, 6)
 	for range 6 {

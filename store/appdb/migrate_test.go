@@ -2,8 +2,6 @@ package appdb_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -11,9 +9,8 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/weirhq/weir/internal/testenv"
+	"github.com/weirhq/weir/internal/teststore"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/store/appdb"
 )
@@ -41,19 +38,7 @@ func openOn(t *testing.T, kind string) func() *appdb.DB {
 	cfg := appdb.Config{Path: filepath.Join(t.TempDir(), "weir.db")}
 	if kind == "postgres" {
 		url := testenv.Postgres(t)
-		b := make([]byte, 6)
-		_, _ = rand.Read(b)
-		name := "appdb_" + hex.EncodeToString(b)
-		cfg = appdb.Config{URL: url, Schema: name, MaxConns: 4}
-		t.Cleanup(func() {
-			conn, err := pgx.Connect(context.Background(), url)
-			if err != nil {
-				t.Errorf("drop schema %s: %v", name, err)
-				return
-			}
-			defer conn.Close(context.Background())
-			_, _ = conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE")
-		})
+		cfg = appdb.Config{URL: url, Schema: teststore.Schema(t, url, "appdb_"), MaxConns: 4}
 	}
 	return func() *appdb.DB {
 		t.Helper()
