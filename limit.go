@@ -31,10 +31,14 @@ func (c KindConfig) limited() bool { return c.MaxRunning > 0 || c.Rate != (Rate{
 // the kinds without one. It refuses kinds of one key whose limits differ.
 func kindLimits(kinds map[string]*registration) (limits []store.LimitParams, unlimited []string, err error) {
 	byKey := map[string]*store.LimitParams{}
+	keyOfUnlimited := map[string]string{} // a RateLimitKey of a kind without limits: the kind
 	for _, kind := range slices.Sorted(maps.Keys(kinds)) {
 		cfg := kinds[kind].cfg
 		if !cfg.limited() {
 			unlimited = append(unlimited, kind)
+			if cfg.RateLimitKey != "" {
+				keyOfUnlimited[cfg.RateLimitKey] = kind
+			}
 			continue
 		}
 		p := cfg.limit(kind)
@@ -51,6 +55,10 @@ func kindLimits(kinds map[string]*registration) (limits []store.LimitParams, unl
 		seen.Kinds = append(seen.Kinds, kind)
 	}
 	for _, key := range slices.Sorted(maps.Keys(byKey)) {
+		if kind, ok := keyOfUnlimited[key]; ok {
+			return nil, nil, fmt.Errorf("weir: kinds %q and %q share the limit key %q but not its limits "+
+				"(%q gives no MaxRunning or Rate)", byKey[key].Kinds[0], kind, key, kind)
+		}
 		limits = append(limits, *byKey[key])
 	}
 	return limits, unlimited, nil

@@ -171,4 +171,17 @@ func TestLimitConfigRefusesBadValues(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `share the limit key "llm" but not its limits`) {
 		t.Fatalf("NewClient with two limits for one key: %v", err)
 	}
+	// Nor may a kind without limits name a limited kind's key.
+	ws = weir.NewWorkers()
+	if err := weir.AddWorker(ws, weir.WorkFunc(g.work), weir.KindConfig{RateLimitKey: "llm", MaxRunning: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := weir.AddWorker(ws, weir.WorkFunc(func(context.Context, *weir.Job[other]) error { return nil }),
+		weir.KindConfig{RateLimitKey: "llm"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = weir.NewClient(weir.Config{Store: sqliteStore(t), Workers: ws})
+	if err == nil || !strings.Contains(err.Error(), `"other" gives no MaxRunning or Rate`) {
+		t.Fatalf("NewClient with a limited and an unlimited kind of one key: %v", err)
+	}
 }

@@ -32,6 +32,9 @@ func (e executor) SetLimit(ctx context.Context, now time.Time, p store.LimitPara
 	schema := e.s.sql.schema
 	var out *weirtype.Limit
 	err = e.runTx(ctx, func(q querier) error {
+		if err := lockLimits(ctx, q, schema); err != nil {
+			return err
+		}
 		if _, err := q.Exec(ctx, `INSERT INTO `+schema+`.weir_limits AS l (key, max_running, rate, per, updated_at)
 VALUES ($1, $2, $3, $4, $5::timestamptz)
 ON CONFLICT (key) DO UPDATE SET
@@ -75,6 +78,9 @@ func (e executor) Unlimit(ctx context.Context, kinds []string) (int, error) {
 	schema := e.s.sql.schema
 	var n int64
 	err := e.runTx(ctx, func(q querier) error {
+		if err := lockLimits(ctx, q, schema); err != nil {
+			return err
+		}
 		tag, err := q.Exec(ctx, `DELETE FROM `+schema+`.weir_limit_kinds WHERE kind = ANY ($1::text[])`, kinds)
 		if err != nil {
 			return err
@@ -88,6 +94,14 @@ func (e executor) Unlimit(ctx context.Context, kinds []string) (int, error) {
 		return 0, dbError(op, err)
 	}
 	return int(n), nil
+}
+
+// lockLimits waits for the claims under way and holds off the next ones
+// until the transaction ends (see weir_limits_lock), so that no claim
+// takes a kind under limits older than the change.
+func lockLimits(ctx context.Context, q querier, schema string) error {
+	_, err := q.Exec(ctx, `SELECT `+schema+`.weir_limits_lock(true)`)
+	return err
 }
 
 // dropEmptyLimits removes the limits without kinds.

@@ -101,8 +101,11 @@ func (e executor) Claim(ctx context.Context, p store.ClaimParams) ([]*weirtype.J
 			return err
 		}
 		jobs, err = e.claimProbes(ctx, tx, p, limits)
-		if err != nil || len(jobs) == p.Limit {
+		if err != nil {
 			return err
+		}
+		if len(jobs) == p.Limit {
+			return limits.record(ctx, tx, p.Now)
 		}
 		claim := claimJobs
 		if len(limits.byKind) > 0 {

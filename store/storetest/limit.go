@@ -22,6 +22,7 @@ func limitCases() []suiteCase {
 		{"LimitRefusesBadInput", testLimitInvalid},
 		{"LimitSetMovesKindsAndUnlimitRemoves", testLimitSetAndUnlimit},
 		{"LimitHoldsABreakersProbe", testLimitProbe},
+		{"LimitRateCountsABreakersProbe", testLimitProbeRate},
 		{"LimitCountsTheRunningJobsOfAKindAddedLater", testLimitKindAdded},
 	}
 }
@@ -300,5 +301,28 @@ func testLimitKindAdded(t *testing.T, h Harness) {
 	}
 	if ls := limits(t, ex); len(ls) != 1 || ls[0].Running != 3 {
 		t.Fatalf("ListLimits = %+v, want 3 running", ls)
+	}
+}
+
+func testLimitProbeRate(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := migrated(t, h)
+	ex := s.Executor()
+	insertKinds(t, ex, "lq", "a", "a", "a")
+	setLimit(t, ex, store.LimitParams{Key: "a", Kinds: []string{"a"}, Rate: 1, Per: time.Hour})
+	pause(t, ex, now, store.PauseParams{Queue: "lq", Kind: "a", Cause: weirtype.PauseBreaker, Until: now.Add(time.Minute)})
+	at := now.Add(time.Minute)
+	probe := claim(t, ex, at, "lq", "w1", 1)
+	if len(probe) != 1 {
+		t.Fatalf("claimed %v at the probe time, want the probe", ids(probe))
+	}
+	if ls := limits(t, ex); ls[0].WindowStarts != 1 {
+		t.Fatalf("the probe's start was not counted: %+v", ls[0])
+	}
+	if _, err := ex.Complete(ctx, at, store.LeaseOf(probe[0])); err != nil {
+		t.Fatal(err)
+	}
+	if got := claim(t, ex, at, "lq", "w1", 10); len(got) != 0 {
+		t.Fatalf("claimed %v in the hour whose one start the probe took", ids(got))
 	}
 }

@@ -32,8 +32,7 @@ CREATE INDEX weir_limit_kinds_key ON weir_limit_kinds (key);
 CREATE FUNCTION weir_limit_window(p_now timestamptz, p_per bigint) RETURNS timestamptz
 LANGUAGE sql IMMUTABLE
 AS $$
-SELECT to_timestamp(0) + (floor(extract(epoch FROM p_now) * 1000000 / p_per)::bigint * p_per)::double precision
-    * interval '1 microsecond'
+SELECT p_now - (((floor(extract(epoch FROM p_now) * 1000000)::bigint % p_per) + p_per) % p_per) * interval '1 microsecond'
 $$;
 
 -- How many attempts of the kinds p_kinds of limit p_key may start at
@@ -96,6 +95,23 @@ BEGIN
 END
 $$;
 
+-- Every claim holds this lock shared, and SetLimit and Unlimit hold it
+-- alone (weir_limits_lock), so that a change of the limits waits for the
+-- claims under way and the claims after it see it: no claim takes a kind
+-- as unlimited, or under its old key, once the change is made.
+CREATE FUNCTION weir_limits_lock(p_exclusive boolean) RETURNS void
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    IF p_exclusive THEN
+        PERFORM pg_advisory_xact_lock(hashtext(current_schema()), 2002217330);
+    ELSE
+        PERFORM pg_advisory_xact_lock_shared(hashtext(current_schema()), 2002217330);
+    END IF;
+END
+$$;
+
 -- Claiming obeys the limits too (migration 0012 has the rest). A breaker's
 -- probe of a limited kind is taken only if its limit has room, and
 -- counts. Then, when any kind is limited, each limit in turn claims the
@@ -121,6 +137,7 @@ DECLARE
     v_room     bigint;
     v_n        bigint;
 BEGIN
+    PERFORM weir_limits_lock(false);
     v_limited := ARRAY(SELECT kind FROM weir_limit_kinds);
     FOR v_kind, v_open_for, v_key IN
         SELECT p.kind, p.open_for, lk.key FROM weir_pauses p LEFT JOIN weir_limit_kinds lk ON lk.kind = p.kind
