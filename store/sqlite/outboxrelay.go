@@ -206,15 +206,13 @@ func claimPending(ctx context.Context, stmts *stmtCache, tx *sql.Tx, p store.Out
 // The statements of MarkPublished.
 var (
 	// markScan counts the pending messages above the watermark ?1 up to
-	// ?2, and those of them among the ids ?3 (a JSON array) and not set
-	// aside, which the watermark can pass: when the counts are equal, as
-	// they are while the relay publishes batch after batch, the mark has
-	// nothing else to do with them. It runs in SQLite, rather than
-	// returning each message's row to Go.
-	markScan = `SELECT count(*), coalesce(sum(id IN (SELECT value FROM json_each(?3)) AND NOT ` + setAside("weir_outbox") + `), 0)
-		FROM weir_outbox WHERE id > ?1 AND id <= ?2 AND published_at IS NULL`
+	// ?2, and those of them set aside. It runs in SQLite, rather than
+	// returning each message's row to Go, when the mark's ids are every
+	// id in that range, as they are while the relay publishes batch after
+	// batch: then only a message set aside needs more.
+	markScan = `SELECT count(*), coalesce(sum(` + setAside("weir_outbox") + `), 0) FROM weir_outbox WHERE id > ?1 AND id <= ?2 AND published_at IS NULL`
 	// markRows reads the pending messages above the watermark ?1 up to
-	// ?2, when markScan found some to park or to mark one by one.
+	// ?2, each with whether it is set aside.
 	markRows = `SELECT id, ` + setAside("weir_outbox") + ` FROM weir_outbox WHERE id > ?1 AND id <= ?2 AND published_at IS NULL ORDER BY id`
 	// markEach marks published at ?1 the pending ids ?2 (a JSON array),
 	// against the watermark ?3.
@@ -231,12 +229,14 @@ var (
 // set aside.
 func (e executor) MarkPublished(ctx context.Context, now time.Time, owner string, ids []int64) (int, error) {
 	const op = "mark published"
-	idsJSON, err := heldArgs(op, now, owner, ids)
-	if err != nil || idsJSON == "" {
+	if err := store.FirstError(checkNow(now), store.CheckOwner(owner)); err != nil || len(ids) == 0 {
+		if err != nil {
+			err = fmt.Errorf("%s: %w", op, err)
+		}
 		return 0, err
 	}
 	var marked int
-	err = e.write(ctx, func(tx *sql.Tx) error {
+	err := e.write(ctx, func(tx *sql.Tx) error {
 		marked = 0
 		var holds bool
 		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM weir_outbox_relay WHERE owner = ?1)`, owner).Scan(&holds); err != nil || !holds {
@@ -261,13 +261,22 @@ func (e executor) MarkPublished(ctx context.Context, now time.Time, owner string
 			}
 		}
 		if top > w {
-			var pending, passed int
-			if err := e.s.stmts.queryRow(ctx, tx, markScan, w, top, idsJSON).Scan(&pending, &passed); err != nil {
-				return err
+			n := -1 // given, and published by the watermark; -1 until counted
+			if everyID(ids, w, top) {
+				var pending, aside int
+				if err := e.s.stmts.queryRow(ctx, tx, markScan, w, top).Scan(&pending, &aside); err != nil {
+					return err
+				}
+				if aside == 0 {
+					n = pending
+				}
 			}
-			if pending > passed {
-				odd, err := e.markOdd(ctx, tx, w, top, ids)
-				if err != nil {
+			if n < 0 {
+				var (
+					odd []int64
+					err error
+				)
+				if n, odd, err = e.markRows(ctx, tx, w, top, ids); err != nil {
 					return err
 				}
 				one = append(one, odd...)
@@ -275,7 +284,7 @@ func (e executor) MarkPublished(ctx context.Context, now time.Time, owner string
 			if _, err := e.s.stmts.exec(ctx, tx, insertMark, top, at); err != nil {
 				return err
 			}
-			marked += passed
+			marked += n
 		}
 		if len(one) > 0 {
 			b, err := json.Marshal(one)
@@ -298,18 +307,36 @@ func (e executor) MarkPublished(ctx context.Context, now time.Time, owner string
 	return marked, nil
 }
 
-// markOdd parks, in tx, the pending messages above the watermark w up to
-// top that are not among ids and not set aside, and returns those among
-// ids set aside, to be marked one by one.
-func (e executor) markOdd(ctx context.Context, tx *sql.Tx, w, top int64, ids []int64) ([]int64, error) {
+// everyID reports whether ids holds every id above w up to top.
+func everyID(ids []int64, w, top int64) bool {
+	if int64(len(ids)) < top-w {
+		return false
+	}
+	seen := make([]bool, top-w)
+	n := int64(0)
+	for _, id := range ids {
+		if id > w && !seen[id-w-1] {
+			seen[id-w-1] = true
+			n++
+		}
+	}
+	return n == top-w
+}
+
+// markRows reads, in tx, the pending messages above the watermark w up
+// to top: it returns how many of them are among ids and not set aside,
+// which the watermark passes, and those among ids set aside, to be
+// marked one by one, and it parks the others not set aside.
+func (e executor) markRows(ctx context.Context, tx *sql.Tx, w, top int64, ids []int64) (int, []int64, error) {
 	given := make(map[int64]bool, len(ids))
 	for _, id := range ids {
 		given[id] = true
 	}
 	rows, err := tx.QueryContext(ctx, markRows, w, top)
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
+	n := 0
 	var one, parked []int64
 	for rows.Next() {
 		var (
@@ -318,29 +345,31 @@ func (e executor) markOdd(ctx context.Context, tx *sql.Tx, w, top int64, ids []i
 		)
 		if err := rows.Scan(&id, &aside); err != nil {
 			rows.Close()
-			return nil, err
+			return 0, nil, err
 		}
 		switch {
 		case given[id] && aside:
 			one = append(one, id)
-		case !given[id] && !aside:
+		case given[id]:
+			n++
+		case !aside:
 			parked = append(parked, id)
 		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	if len(parked) > 0 {
 		b, err := json.Marshal(parked)
 		if err != nil {
-			return nil, err
+			return 0, nil, err
 		}
 		if _, err := e.s.stmts.exec(ctx, tx, park, string(b)); err != nil {
-			return nil, err
+			return 0, nil, err
 		}
 	}
-	return one, nil
+	return n, one, nil
 }
 
 // RetryOutbox records a failed publish of the messages ids that owner
