@@ -293,8 +293,9 @@ func baseName(n string, registered map[string]bool) string {
 	return n
 }
 
-// countStore is a store.Store whose executor answers CountJobs and
-// ListPauses (one operator's pause, so that the pause series are exported);
+// countStore is a store.Store whose executor answers CountJobs, ListPauses
+// (one operator's pause, so that the pause series are exported) and
+// ListLimits (one limit with a maximum and a rate);
 // any other method panics (the nil embedded interfaces), which the test
 // would report.
 type countStore struct {
@@ -315,6 +316,10 @@ func (e countExecutor) CountJobs(context.Context, time.Time) ([]store.JobCount, 
 
 func (e countExecutor) ListPauses(_ context.Context, now time.Time) ([]*weirtype.Pause, error) {
 	return []*weirtype.Pause{{Queue: "default", Cause: weirtype.PauseOperator, By: "test", PausedAt: now.Add(-time.Minute)}}, nil
+}
+
+func (e countExecutor) ListLimits(context.Context) ([]*weirtype.Limit, error) {
+	return []*weirtype.Limit{{Key: "llm", Kinds: []string{"extract"}, MaxRunning: 4, Running: 1, Rate: 60, Per: time.Minute, WindowStarts: 3}}, nil
 }
 
 // dashboard is the part of a Grafana dashboard the tests read.
