@@ -14,7 +14,7 @@ import (
 var hotQueries = []string{
 	insertJob, claimJobs, claimUnlimited, claimLimited, loadLimits, countRunning, heartbeatJobs, completeJob, completeJobs, retryJob, abandonJob,
 	insertDeadLetter, snoozeJob, cancelJob, rescueExpired, releaseOwned, expireDeadlines,
-	insertOutbox, markScan, markEach, park, insertMark, retryOutbox,
+	insertOutbox, markScan, markRows, markEach, park, insertMark, retryOutbox,
 }
 
 // readQueries are the hot statements of the read pool: the relay's claim.
