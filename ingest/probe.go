@@ -78,7 +78,6 @@ func probeDir(ctx context.Context, dir string) error {
 			done <- err
 			return
 		}
-		defer os.Remove(f.Name())
 		block := make([]byte, probeSize)
 		_, _ = rand.Read(block) // not zeros, which a file system may not store
 		_, err = f.Write(block)
@@ -88,6 +87,9 @@ func probeDir(ctx context.Context, dir string) error {
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
+		// Removed before the answer, so that a probe that returned has
+		// left nothing behind.
+		_ = os.Remove(f.Name())
 		done <- err
 	}()
 	var err error
