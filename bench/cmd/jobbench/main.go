@@ -32,13 +32,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"os/signal"
 	"runtime"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/weirhq/weir/bench/internal/program"
 )
 
 // settings are the flags, shared by both systems.
@@ -53,12 +53,10 @@ type settings struct {
 	poll         time.Duration
 	cooldown     time.Duration
 	maxConns     int
-	timeout      time.Duration
-	cpuProfile   string
-	verbose      bool
 	maxRunning   int
 	rounds       int
 	postgresMode bool
+	program.Flags
 }
 
 func main() {
@@ -76,17 +74,9 @@ func main() {
 	flag.DurationVar(&s.cooldown, "fetch-cooldown", time.Millisecond,
 		"River's FetchCooldown (its minimum is 1ms; weir has no cooldown: it claims as soon as a slot frees)")
 	flag.IntVar(&s.maxConns, "max-conns", 20, "PostgreSQL pool size of each system (-store postgres)")
-	flag.DurationVar(&s.timeout, "timeout", 10*time.Minute, "give up a run after this long")
-	flag.StringVar(&s.cpuProfile, "cpuprofile", "", "write a CPU profile of weir's throughput phase to this file")
-	flag.BoolVar(&s.verbose, "v", false, "log the clients' warnings and errors to stderr")
+	s.Register(10*time.Minute, "a run", "weir's throughput phase", "clients'")
 	flag.Parse()
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := run(ctx, os.Stdout, s); err != nil {
-		fmt.Fprintln(os.Stderr, "jobbench:", err)
-		os.Exit(1)
-	}
+	program.Main("jobbench", func(ctx context.Context, out io.Writer) error { return run(ctx, out, s) })
 }
 
 func run(ctx context.Context, out io.Writer, s settings) error {
@@ -105,10 +95,7 @@ func run(ctx context.Context, out io.Writer, s settings) error {
 		return errors.New("-poll must be positive and -fetch-cooldown at least 1ms (River's minimum)")
 	}
 	s.postgresMode = s.store == "postgres"
-	logger := slog.New(slog.DiscardHandler)
-	if s.verbose {
-		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	}
+	logger := program.Logger(s.Verbose)
 
 	printSettings(out, s)
 	var results []result
@@ -136,7 +123,7 @@ func run(ctx context.Context, out io.Writer, s settings) error {
 			slices.Reverse(order)
 		}
 		for _, sys := range order {
-			rctx, cancel := context.WithTimeout(ctx, s.timeout)
+			rctx, cancel := context.WithTimeout(ctx, s.Timeout)
 			r, err := sys(rctx, s, logger)
 			cancel()
 			if err != nil {

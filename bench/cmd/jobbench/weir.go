@@ -95,7 +95,7 @@ func runWeir(ctx context.Context, s settings, logger *slog.Logger, maxRunning in
 	}
 	r.insert = time.Since(t0)
 
-	r.handlersDone, r.elapsed, err = throughput(ctx, sk, s.n, client.Start, count, s.cpuProfile)
+	r.handlersDone, r.elapsed, err = throughput(ctx, sk, s.n, client.Start, count, s.CPUProfile)
 	if err != nil {
 		return r, fmt.Errorf("weir: %w", err)
 	}

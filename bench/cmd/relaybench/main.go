@@ -39,13 +39,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"os/signal"
 	"runtime"
 	"runtime/debug"
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/weirhq/weir/bench/internal/program"
 )
 
 // settings are the flags, shared by both sides.
@@ -58,9 +58,7 @@ type settings struct {
 	size        int
 	poll        time.Duration
 	url         string
-	timeout     time.Duration
-	cpuProfile  string
-	verbose     bool
+	program.Flags
 }
 
 func main() {
@@ -73,34 +71,23 @@ func main() {
 	flag.IntVar(&s.size, "size", 200, "body size in bytes (a JSON object)")
 	flag.DurationVar(&s.poll, "poll", 10*time.Millisecond, "the relay's PollEvery (it waits only when the outbox is empty)")
 	flag.StringVar(&s.url, "url", "", "broker URL (default: the driver's, amqp://guest:guest@127.0.0.1:5672/ or nats://127.0.0.1:4222)")
-	flag.DurationVar(&s.timeout, "timeout", 10*time.Minute, "give up a side after this long")
-	flag.StringVar(&s.cpuProfile, "cpuprofile", "", "write a CPU profile of the relay's timed phase to this file")
-	flag.BoolVar(&s.verbose, "v", false, "log the relay's and driver's warnings and errors to stderr")
+	s.Register(10*time.Minute, "a side", "the relay's timed phase", "relay's and driver's")
 	flag.Parse()
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := run(ctx, os.Stdout, s); err != nil {
-		fmt.Fprintln(os.Stderr, "relaybench:", err)
-		os.Exit(1)
-	}
+	program.Main("relaybench", func(ctx context.Context, out io.Writer) error { return run(ctx, out, s) })
 }
 
 func run(ctx context.Context, out io.Writer, s settings) error {
 	switch {
 	case s.broker != "rabbitmq" && s.broker != "nats":
 		return fmt.Errorf("-broker %q: want rabbitmq or nats", s.broker)
-	case s.n <= 0 || s.batch <= 0 || s.insertBatch <= 0 || s.poll <= 0 || s.timeout <= 0:
+	case s.n <= 0 || s.batch <= 0 || s.insertBatch <= 0 || s.poll <= 0 || s.Timeout <= 0:
 		return errors.New("-n, -batch, -insert-batch, -poll and -timeout must be positive")
 	case s.keys < 0:
 		return errors.New("-keys must not be negative")
 	case s.size < minBodySize:
 		return fmt.Errorf("-size must be at least %d", minBodySize)
 	}
-	logger := slog.New(slog.DiscardHandler)
-	if s.verbose {
-		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	}
+	logger := program.Logger(s.Verbose)
 	var sides sides
 	switch s.broker {
 	case "rabbitmq":
@@ -119,8 +106,11 @@ func run(ctx context.Context, out io.Writer, s settings) error {
 	msgs := messages(s)
 	defer runtime.KeepAlive(msgs)
 	var results []result
-	for _, side := range []side{sides.relay, sides.raw} {
-		rctx, cancel := context.WithTimeout(ctx, s.timeout)
+	relay := func(ctx context.Context, s settings, msgs []message, logger *slog.Logger) (result, error) {
+		return runRelay(ctx, s, msgs, logger, sides.open)
+	}
+	for _, side := range []side{relay, sides.raw} {
+		rctx, cancel := context.WithTimeout(ctx, s.Timeout)
 		r, err := side(rctx, s, msgs, logger)
 		cancel()
 		if err != nil {
@@ -139,11 +129,21 @@ func run(ctx context.Context, out io.Writer, s settings) error {
 type side func(ctx context.Context, s settings, msgs []message, logger *slog.Logger) (result, error)
 
 // sides are one broker's two ways of publishing, and what to say about
-// them in the header.
+// them in the header: the relay publishes through the topic open
+// declares, raw with the broker's own client.
 type sides struct {
-	relay, raw side
-	relayDesc  string
-	rawDesc    string
+	open      func(context.Context, settings, *slog.Logger) (*weirTopic, error)
+	raw       side
+	relayDesc string
+	rawDesc   string
+}
+
+// urlOr returns -url, or def when it is not set.
+func (s settings) urlOr(def string) string {
+	if s.url != "" {
+		return s.url
+	}
+	return def
 }
 
 // result is one side's measurement.
@@ -194,6 +194,47 @@ func cpuTime() time.Duration {
 // the freed memory to the operating system, so that neither side's timed
 // phase pays for it: its GC cycles and the runtime's scavenger.
 func settle() { debug.FreeOSMemory() }
+
+// publishRaw times the raw side's publishing of msgs, a batch of -batch
+// at a time, and records the time, CPU and allocations in r: send
+// publishes message i and returns its pending confirm, and wait waits for
+// it, after the whole batch has been sent.
+func publishRaw[C any](s settings, msgs []message, r *result, send func(i int, m message) (C, error), wait func(i int, c C) error) error {
+	pending := make([]C, 0, s.batch)
+	settle()
+	cpu0, allocs0 := cpuTime(), mallocs()
+	t0 := time.Now()
+	for i := 0; i < len(msgs); i += s.batch {
+		pending = pending[:0]
+		for j, m := range msgs[i:min(i+s.batch, len(msgs))] {
+			c, err := send(i+j, m)
+			if err != nil {
+				return fmt.Errorf("raw: publish %d: %w", i+j, err)
+			}
+			pending = append(pending, c)
+		}
+		for j, c := range pending {
+			if err := wait(i+j, c); err != nil {
+				return err
+			}
+		}
+	}
+	r.elapsed = time.Since(t0)
+	r.cpu, r.allocs = cpuTime()-cpu0, mallocs()-allocs0
+	return nil
+}
+
+// checkRaw checks that the raw side's queue or stream holds the run's
+// messages, counted as held (or failing with err).
+func checkRaw(s settings, where string, held int, err error) error {
+	if err != nil {
+		return fmt.Errorf("raw: count the messages on %s: %w", where, err)
+	}
+	if held != s.n {
+		return fmt.Errorf("raw: %s holds %d messages, want %d", where, held, s.n)
+	}
+	return nil
+}
 
 // mallocs returns how many heap objects this process has allocated so far.
 func mallocs() uint64 {

@@ -16,22 +16,13 @@ import (
 
 func natsSides() sides {
 	return sides{
-		relay: func(ctx context.Context, s settings, msgs []message, logger *slog.Logger) (result, error) {
-			return runRelay(ctx, s, msgs, logger, openNATSTopic)
-		},
-		raw: runRawNATS,
+		open: openNATSTopic,
+		raw:  runRawNATS,
 		relayDesc: "outbox.Relay (SQLite store, WAL) → broker/nats, to a topic declared by Declare (file stream, 2 min duplicate window); " +
 			"messages/s = n / (Run started → its marks have recorded n published)",
 		rawDesc: "nats.go jetstream on one connection, to a file stream with a 2 min duplicate window; Nats-Msg-Id, key in Weir-Key; " +
 			"-batch PublishMsgAsync calls, then wait for their PubAcks; messages/s = n / (first publish → last PubAck)",
 	}
-}
-
-func natsURL(s settings) string {
-	if s.url != "" {
-		return s.url
-	}
-	return nats.DefaultURL
 }
 
 // openNATSTopic opens weir's NATS driver and declares a fresh topic
@@ -83,7 +74,7 @@ func openNATSTopic(ctx context.Context, s settings, logger *slog.Logger) (*weirT
 }
 
 func connectNATS(s settings, name string) (*natsgo.Conn, jetstream.JetStream, error) {
-	nc, err := natsgo.Connect(natsURL(s), natsgo.Name(name))
+	nc, err := natsgo.Connect(s.urlOr(nats.DefaultURL), natsgo.Name(name))
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect: %w", err)
 	}
@@ -133,41 +124,29 @@ func runRawNATS(ctx context.Context, s settings, msgs []message, _ *slog.Logger)
 		}
 	}()
 
-	futures := make([]jetstream.PubAckFuture, 0, s.batch)
-	settle()
-	cpu0, allocs0 := cpuTime(), mallocs()
-	t0 := time.Now()
-	for i := 0; i < len(msgs); i += s.batch {
-		futures = futures[:0]
-		for j, m := range msgs[i:min(i+s.batch, len(msgs))] {
-			msg := &natsgo.Msg{Subject: subject, Data: m.body}
-			if m.key != "" {
-				msg.Header = natsgo.Header{nats.KeyHeader: []string{m.key}}
-			}
-			f, err := js.PublishMsgAsync(msg, jetstream.WithMsgID("raw-"+strconv.Itoa(i+j)))
-			if err != nil {
-				return r, fmt.Errorf("raw: publish %d: %w", i+j, err)
-			}
-			futures = append(futures, f)
+	send := func(i int, m message) (jetstream.PubAckFuture, error) {
+		msg := &natsgo.Msg{Subject: subject, Data: m.body}
+		if m.key != "" {
+			msg.Header = natsgo.Header{nats.KeyHeader: []string{m.key}}
 		}
-		for j, f := range futures {
-			select {
-			case <-f.Ok():
-			case err := <-f.Err():
-				return r, fmt.Errorf("raw: PubAck of %d: %w", i+j, err)
-			case <-ctx.Done():
-				return r, fmt.Errorf("raw: PubAck of %d: %w", i+j, ctx.Err())
-			}
+		return js.PublishMsgAsync(msg, jetstream.WithMsgID("raw-"+strconv.Itoa(i)))
+	}
+	wait := func(i int, f jetstream.PubAckFuture) error {
+		select {
+		case <-f.Ok():
+			return nil
+		case err := <-f.Err():
+			return fmt.Errorf("raw: PubAck of %d: %w", i, err)
+		case <-ctx.Done():
+			return fmt.Errorf("raw: PubAck of %d: %w", i, ctx.Err())
 		}
 	}
-	r.elapsed = time.Since(t0)
-	r.cpu, r.allocs = cpuTime()-cpu0, mallocs()-allocs0
+	if err := publishRaw(s, msgs, &r, send, wait); err != nil {
+		return r, err
+	}
 	held, err := streamLength(ctx, st)
-	if err != nil {
-		return r, fmt.Errorf("raw: count the messages on %s: %w", subject, err)
-	}
-	if held != s.n {
-		return r, fmt.Errorf("raw: %s holds %d messages, want %d", subject, held, s.n)
+	if err := checkRaw(s, subject, held, err); err != nil {
+		return r, err
 	}
 	r.note = fmt.Sprintf("last PubAck at %.3fs; stream %s holds %d", r.elapsed.Seconds(), subject, held)
 	return r, nil

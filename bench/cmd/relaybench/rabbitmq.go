@@ -16,22 +16,13 @@ import (
 
 func rabbitSides() sides {
 	return sides{
-		relay: func(ctx context.Context, s settings, msgs []message, logger *slog.Logger) (result, error) {
-			return runRelay(ctx, s, msgs, logger, openRabbitTopic)
-		},
-		raw: runRawRabbit,
+		open: openRabbitTopic,
+		raw:  runRawRabbit,
 		relayDesc: "outbox.Relay (SQLite store, WAL) → broker/rabbitmq, to a topic declared by Declare (durable quorum queue with delivery limit and dead-lettering); " +
 			"messages/s = n / (Run started → its marks have recorded n published)",
 		rawDesc: "amqp091-go on one channel in confirm mode, to a durable quorum queue; persistent, mandatory, message-id, key in x-weir-key; " +
 			"-batch PublishWithDeferredConfirm calls, then wait for their confirms; messages/s = n / (first publish → last confirm)",
 	}
-}
-
-func rabbitURL(s settings) string {
-	if s.url != "" {
-		return s.url
-	}
-	return rabbitmq.DefaultURL
 }
 
 // openRabbitTopic opens weir's RabbitMQ driver and declares a fresh topic
@@ -41,7 +32,7 @@ func openRabbitTopic(ctx context.Context, s settings, logger *slog.Logger) (*wei
 	if err != nil {
 		return nil, err
 	}
-	admin, err := amqp.DialConfig(rabbitURL(s), amqp.Config{Properties: amqp.Table{"connection_name": "relaybench admin"}})
+	admin, err := amqp.DialConfig(s.urlOr(rabbitmq.DefaultURL), amqp.Config{Properties: amqp.Table{"connection_name": "relaybench admin"}})
 	if err != nil {
 		b.Close()
 		return nil, fmt.Errorf("admin connection: %w", err)
@@ -93,7 +84,7 @@ func deleteQueues(conn *amqp.Connection, queues ...string) error {
 // runRawRabbit publishes the run's messages with amqp091-go alone.
 func runRawRabbit(ctx context.Context, s settings, msgs []message, _ *slog.Logger) (r result, err error) {
 	r = result{system: "raw", messages: s.n}
-	conn, err := amqp.DialConfig(rabbitURL(s), amqp.Config{Properties: amqp.Table{"connection_name": "relaybench raw"}})
+	conn, err := amqp.DialConfig(s.urlOr(rabbitmq.DefaultURL), amqp.Config{Properties: amqp.Table{"connection_name": "relaybench raw"}})
 	if err != nil {
 		return r, fmt.Errorf("raw: dial: %w", err)
 	}
@@ -130,50 +121,38 @@ func runRawRabbit(ctx context.Context, s settings, msgs []message, _ *slog.Logge
 		}
 	}()
 
-	confirms := make([]*amqp.DeferredConfirmation, 0, s.batch)
-	settle()
-	cpu0, allocs0 := cpuTime(), mallocs()
-	t0 := time.Now()
-	for i := 0; i < len(msgs); i += s.batch {
-		confirms = confirms[:0]
-		for j, m := range msgs[i:min(i+s.batch, len(msgs))] {
-			var headers amqp.Table
-			if m.key != "" {
-				headers = amqp.Table{rabbitmq.HeaderKey: m.key}
-			}
-			dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", queue, true, false, amqp.Publishing{
-				Headers:      headers,
-				DeliveryMode: amqp.Persistent,
-				MessageId:    "raw-" + strconv.Itoa(i+j),
-				Timestamp:    time.Now(),
-				Body:         m.body,
-			})
-			if err != nil {
-				return r, fmt.Errorf("raw: publish %d: %w", i+j, err)
-			}
-			confirms = append(confirms, dc)
+	send := func(i int, m message) (*amqp.DeferredConfirmation, error) {
+		var headers amqp.Table
+		if m.key != "" {
+			headers = amqp.Table{rabbitmq.HeaderKey: m.key}
 		}
-		for j, dc := range confirms {
-			acked, err := dc.WaitContext(ctx)
-			if err != nil {
-				return r, fmt.Errorf("raw: confirm of %d: %w", i+j, err)
-			}
-			if !acked {
-				return r, fmt.Errorf("raw: message %d nacked", i+j)
-			}
-		}
+		return ch.PublishWithDeferredConfirmWithContext(ctx, "", queue, true, false, amqp.Publishing{
+			Headers:      headers,
+			DeliveryMode: amqp.Persistent,
+			MessageId:    "raw-" + strconv.Itoa(i),
+			Timestamp:    time.Now(),
+			Body:         m.body,
+		})
 	}
-	r.elapsed = time.Since(t0)
-	r.cpu, r.allocs = cpuTime()-cpu0, mallocs()-allocs0
+	wait := func(i int, dc *amqp.DeferredConfirmation) error {
+		acked, err := dc.WaitContext(ctx)
+		if err != nil {
+			return fmt.Errorf("raw: confirm of %d: %w", i, err)
+		}
+		if !acked {
+			return fmt.Errorf("raw: message %d nacked", i)
+		}
+		return nil
+	}
+	if err := publishRaw(s, msgs, &r, send, wait); err != nil {
+		return r, err
+	}
 	if n := returned.Load(); n > 0 {
 		return r, fmt.Errorf("raw: %d messages returned unroutable", n)
 	}
 	held, err := queueLength(conn, queue)
-	if err != nil {
-		return r, fmt.Errorf("raw: count the messages on %s: %w", queue, err)
-	}
-	if held != s.n {
-		return r, fmt.Errorf("raw: %s holds %d messages, want %d", queue, held, s.n)
+	if err := checkRaw(s, queue, held, err); err != nil {
+		return r, err
 	}
 	r.note = fmt.Sprintf("last confirm at %.3fs; %s holds %d", r.elapsed.Seconds(), queue, held)
 	return r, nil

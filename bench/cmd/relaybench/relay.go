@@ -81,7 +81,7 @@ func runRelay(ctx context.Context, s settings, msgs []message, logger *slog.Logg
 	}
 
 	settle()
-	stopProfile, err := cpuprofile.Start(s.cpuProfile)
+	stopProfile, err := cpuprofile.Start(s.CPUProfile)
 	if err != nil {
 		return r, err
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/bench/internal/cpuprofile"
+	"github.com/weirhq/weir/bench/internal/program"
 	"github.com/weirhq/weir/store/postgres"
 )
 
@@ -168,10 +169,7 @@ func runWorker(spec workerSpec, in io.Reader, out io.Writer) (err error) {
 	defer func() { err = errors.Join(err, stopProfile()) }()
 
 	ctx := context.Background()
-	logger := slog.New(slog.DiscardHandler)
-	if spec.Verbose {
-		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	}
+	logger := program.Logger(spec.Verbose)
 	t := &tally{}
 	var stop func(context.Context) error
 	switch spec.System {
