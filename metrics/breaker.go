@@ -53,22 +53,18 @@ var _ prometheus.Collector = (*breakerCollector)(nil)
 // Nil breakers are left out. Breakers must have distinct names: if two
 // share one, registering the collector fails with an error naming it.
 func NewBreakerCollector(bs ...*breaker.Breaker) prometheus.Collector {
+	desc := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, []string{"breaker"}, nil)
+	}
 	c := &breakerCollector{
-		state: prometheus.NewDesc("weir_breaker_state",
-			"State of the circuit breaker: 0 closed, 1 half-open, 2 open.",
-			[]string{"breaker"}, nil),
-		failures: prometheus.NewDesc("weir_breaker_failures",
-			"Failures the circuit breaker counts in its current period (cleared when its state changes).",
-			[]string{"breaker"}, nil),
-		successes: prometheus.NewDesc("weir_breaker_successes",
-			"Successes the circuit breaker counts in its current period (cleared when its state changes).",
-			[]string{"breaker"}, nil),
-		consecutive: prometheus.NewDesc("weir_breaker_consecutive_failures",
-			"The circuit breaker's current run of failures with no success between them.",
-			[]string{"breaker"}, nil),
-		rejected: prometheus.NewDesc("weir_breaker_rejected",
-			"Calls the circuit breaker refused since it opened or became half-open.",
-			[]string{"breaker"}, nil),
+		state: desc("weir_breaker_state", "State of the circuit breaker: 0 closed, 1 half-open, 2 open."),
+		failures: desc("weir_breaker_failures",
+			"Failures the circuit breaker counts in its current period (cleared when its state changes)."),
+		successes: desc("weir_breaker_successes",
+			"Successes the circuit breaker counts in its current period (cleared when its state changes)."),
+		consecutive: desc("weir_breaker_consecutive_failures",
+			"The circuit breaker's current run of failures with no success between them."),
+		rejected: desc("weir_breaker_rejected", "Calls the circuit breaker refused since it opened or became half-open."),
 	}
 	seen := make(map[string]bool)
 	for _, b := range bs {
@@ -92,11 +88,7 @@ func (c *breakerCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- prometheus.NewInvalidDesc(c.dupErr)
 		return
 	}
-	ch <- c.state
-	ch <- c.failures
-	ch <- c.successes
-	ch <- c.consecutive
-	ch <- c.rejected
+	describe(ch, c.state, c.failures, c.successes, c.consecutive, c.rejected)
 }
 
 // Collect sends the five gauges of every breaker.
@@ -108,12 +100,11 @@ func (c *breakerCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, b := range c.breakers {
 		s := b.Snapshot()
 		name := label(s.Name)
-		// One label of valid UTF-8: MustNewConstMetric cannot panic here.
-		ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, breakerStateValue(s.State), name)
-		ch <- prometheus.MustNewConstMetric(c.failures, prometheus.GaugeValue, float64(s.Counts.Failures), name)
-		ch <- prometheus.MustNewConstMetric(c.successes, prometheus.GaugeValue, float64(s.Counts.Successes), name)
-		ch <- prometheus.MustNewConstMetric(c.consecutive, prometheus.GaugeValue, float64(s.Counts.ConsecutiveFailures), name)
-		ch <- prometheus.MustNewConstMetric(c.rejected, prometheus.GaugeValue, float64(s.Counts.Rejected), name)
+		gauge(ch, c.state, breakerStateValue(s.State), name)
+		gauge(ch, c.failures, float64(s.Counts.Failures), name)
+		gauge(ch, c.successes, float64(s.Counts.Successes), name)
+		gauge(ch, c.consecutive, float64(s.Counts.ConsecutiveFailures), name)
+		gauge(ch, c.rejected, float64(s.Counts.Rejected), name)
 	}
 }
 

@@ -1,7 +1,9 @@
 package metrics_test
 
 import (
+	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/internal/teststore"
 	"github.com/weirhq/weir/metrics"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/weirtype"
@@ -141,5 +144,84 @@ func TestStoreCollectorRegisteredTwiceFails(t *testing.T) {
 	_, err := metrics.New(reg2, metrics.Options{Store: s})
 	if err == nil || !strings.Contains(err.Error(), "store collector") {
 		t.Fatalf("error %v, want one naming the store collector", err)
+	}
+}
+
+// sqliteMetrics is New on a fresh SQLite store, telling the time of clk:
+// the store's executor, to set what the collectors read, and the registry.
+func sqliteMetrics(t *testing.T, clk clock.Clock) (store.Executor, *prometheus.Registry) {
+	t.Helper()
+	s := teststore.SQLite(t, filepath.Join(t.TempDir(), "weir.db"))
+	_, reg := newMetrics(t, metrics.Options{Store: s, Clock: clk})
+	return s.Executor(), reg
+}
+
+// weir_paused has a series for each pause that holds, read from the store
+// at scrape time, and none once it ends.
+func TestPauseCollectorReportsWhatIsPaused(t *testing.T) {
+	ctx := context.Background()
+	fc := clock.NewFake(t0)
+	ex, reg := sqliteMetrics(t, fc)
+	if _, err := ex.Pause(ctx, t0, store.PauseParams{Queue: "docs", By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ex.Pause(ctx, t0, store.PauseParams{Queue: "docs", Kind: "extract", Cause: weirtype.PauseRetryAfter,
+		Until: t0.Add(time.Minute), KnownKind: true}); err != nil {
+		t.Fatal(err)
+	}
+	const want = `
+# HELP weir_paused 1 for each queue, or kind within a queue (kind empty: the whole queue), whose jobs are not claimed, by what holds it: operator, breaker or retry_after.
+# TYPE weir_paused gauge
+weir_paused{cause="operator",kind="",queue="docs"} 1
+weir_paused{cause="retry_after",kind="extract",queue="docs"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "weir_paused"); err != nil {
+		t.Error(err)
+	}
+	if got := gather(t, reg, "weir_paused_since_seconds"); len(got) != 2 {
+		t.Errorf("weir_paused_since_seconds = %v, want two series", got)
+	}
+	// The Retry-After's hold ends; the operator's pause is resumed.
+	fc.Advance(time.Minute)
+	if _, err := ex.Resume(ctx, "docs", "", ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := gather(t, reg, "weir_paused"); len(got) != 0 {
+		t.Errorf("weir_paused after the pauses ended = %v, want none", got)
+	}
+}
+
+// The limits' gauges are read from the store at scrape time: running
+// attempts always, the maximum and the window's starts where the limit
+// has them.
+func TestLimitCollectorReportsTheLimits(t *testing.T) {
+	ctx := context.Background()
+	ex, reg := sqliteMetrics(t, clock.NewFake(t0))
+	if _, err := ex.SetLimit(ctx, t0, store.LimitParams{Key: "llm", Kinds: []string{"extract"}, MaxRunning: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ex.SetLimit(ctx, t0, store.LimitParams{Key: "smtp", Kinds: []string{"mail"}, Rate: 10, Per: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ex.Insert(ctx, t0, []store.InsertParams{{Kind: "extract"}, {Kind: "mail"}, {Kind: "mail"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ex.Claim(ctx, store.ClaimParams{Now: t0, Limit: 10, Owner: "w", LeaseFor: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	const want = `
+# HELP weir_limit_max_running The most attempts of a limit's kinds that may run at once across every process.
+# TYPE weir_limit_max_running gauge
+weir_limit_max_running{key="llm"} 4
+# HELP weir_limit_running Attempts of the kinds of a limit across processes (KindConfig.MaxRunning, Rate) running now, by the limit's key.
+# TYPE weir_limit_running gauge
+weir_limit_running{key="llm"} 1
+weir_limit_running{key="smtp"} 2
+# HELP weir_limit_window_starts Attempts of a limit's kinds started in the rate window last counted.
+# TYPE weir_limit_window_starts gauge
+weir_limit_window_starts{key="smtp"} 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "weir_limit_running", "weir_limit_max_running", "weir_limit_window_starts"); err != nil {
+		t.Error(err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/weirtype"
 )
 
 var t0 = time.Date(2026, 1, 21, 15, 30, 0, 0, time.UTC)
@@ -48,3 +49,11 @@ func (f *fakeExecutor) CountJobs(ctx context.Context, stuckBefore time.Time) ([]
 	}
 	return f.counts, f.err
 }
+
+// ListPauses of the job-count tests' fake store: nothing is paused.
+func (f *fakeExecutor) ListPauses(context.Context, time.Time) ([]*weirtype.Pause, error) {
+	return nil, nil
+}
+
+// ListLimits of the job-count tests' fake store: there is none.
+func (f *fakeExecutor) ListLimits(context.Context) ([]*weirtype.Limit, error) { return nil, nil }

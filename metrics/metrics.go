@@ -123,65 +123,46 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 	opts.Clock = clock.Or(opts.Clock)
 
 	kindQueue := []string{"kind", "queue"}
+	counterVec := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	}
 	m := &Metrics{
-		enqueued: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "weir_jobs_enqueued_total",
-			Help: "Inserts of jobs, by what the insert did (inserted, reclaimed, or a duplicate outcome).",
-		}, []string{"kind", "queue", "outcome"}),
+		enqueued: counterVec("weir_jobs_enqueued_total",
+			"Inserts of jobs, by what the insert did (inserted, reclaimed, or a duplicate outcome).", "kind", "queue", "outcome"),
 		attemptDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "weir_job_attempt_duration_seconds",
 			Help:    "Duration of job attempts, from the handler's start to its end, by outcome.",
 			Buckets: attemptBuckets,
 		}, []string{"kind", "queue", "outcome"}),
-		completed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "weir_jobs_completed_total",
-			Help: "Attempts that succeeded and completed their job.",
-		}, kindQueue),
-		failed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "weir_jobs_failed_total",
-			Help: "Attempts that failed (the job is retried or abandoned).",
-		}, kindQueue),
-		late: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "weir_jobs_late_total",
-			Help: "Attempts that succeeded after their job's deadline had abandoned it.",
-		}, kindQueue),
-		deadLettered: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "weir_jobs_dead_lettered_total",
-			Help: "Jobs abandoned to the dead-letter store, by reason.",
-		}, []string{"kind", "queue", "reason"}),
+		completed: counterVec("weir_jobs_completed_total",
+			"Attempts that succeeded and completed their job.", kindQueue...),
+		failed: counterVec("weir_jobs_failed_total",
+			"Attempts that failed (the job is retried or abandoned).", kindQueue...),
+		late: counterVec("weir_jobs_late_total",
+			"Attempts that succeeded after their job's deadline had abandoned it.", kindQueue...),
+		deadLettered: counterVec("weir_jobs_dead_lettered_total",
+			"Jobs abandoned to the dead-letter store, by reason.", "kind", "queue", "reason"),
 		rescued: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "weir_jobs_rescued_total",
 			Help: "Running jobs whose lease expired and that were taken back.",
 		}),
-		deleted: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "weir_jobs_deleted_total",
-			Help: "Completed and cancelled jobs deleted by the retention sweep past their retention.",
-		}, []string{"kind"}),
-		requeued: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "retry_job_documents_requeued_total",
-			Help: "Total documents requeued for retry.",
-		}, []string{"collection"}),
-		skippedBackoff: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "retry_job_documents_skipped_backoff_total",
-			Help: "Documents skipped due to backoff delay.",
-		}, []string{"collection"}),
-		maxRetriesExceeded: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "retry_job_documents_max_retries_exceeded_total",
-			Help: "Documents exceeding max retry attempts.",
-		}, []string{"collection"}),
-		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "retry_job_runs_total",
-			Help: "Retry job executions (status: success/failure).",
-		}, []string{"status"}),
+		deleted: counterVec("weir_jobs_deleted_total",
+			"Completed and cancelled jobs deleted by the retention sweep past their retention.", "kind"),
+		requeued: counterVec("retry_job_documents_requeued_total",
+			"Total documents requeued for retry.", "collection"),
+		skippedBackoff: counterVec("retry_job_documents_skipped_backoff_total",
+			"Documents skipped due to backoff delay.", "collection"),
+		maxRetriesExceeded: counterVec("retry_job_documents_max_retries_exceeded_total",
+			"Documents exceeding max retry attempts.", "collection"),
+		runs: counterVec("retry_job_runs_total",
+			"Retry job executions (status: success/failure).", "status"),
 		sweepDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "retry_job_duration_seconds",
 			Help:    "Time taken to complete retry job.",
 			Buckets: attemptBuckets,
 		}),
-		sweepErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "retry_job_errors_total",
-			Help: "Errors encountered during retry job, by type (timeout, cancelled, store).",
-		}, []string{"error_type"}),
+		sweepErrors: counterVec("retry_job_errors_total",
+			"Errors encountered during retry job, by type (timeout, cancelled, store).", "error_type"),
 	}
 	// Series with a small fixed set of label values start at zero, so
 	// that rate() and alerts see them before the first event.
@@ -192,10 +173,7 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 		m.sweepErrors.WithLabelValues(t)
 	}
 
-	collectors := []struct {
-		name string
-		c    prometheus.Collector
-	}{
+	collectors := []namedCollector{
 		{"weir_jobs_enqueued_total", m.enqueued},
 		{"weir_job_attempt_duration_seconds", m.attemptDuration},
 		{"weir_jobs_completed_total", m.completed},
@@ -212,22 +190,13 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 		{"retry_job_errors_total", m.sweepErrors},
 	}
 	if opts.Store != nil {
-		collectors = append(collectors, struct {
-			name string
-			c    prometheus.Collector
-		}{
+		collectors = append(collectors, namedCollector{
 			"store collector (weir_jobs, retry_job_stuck_documents, retry_job_failed_documents)",
 			newStoreCollector(opts.Store.Executor(), opts.Clock, opts.StuckAfter, opts.ScrapeTimeout),
-		}, struct {
-			name string
-			c    prometheus.Collector
-		}{
+		}, namedCollector{
 			"pause collector (weir_paused, weir_paused_since_seconds)",
 			newPauseCollector(opts.Store.Executor(), opts.Clock, opts.ScrapeTimeout),
-		}, struct {
-			name string
-			c    prometheus.Collector
-		}{
+		}, namedCollector{
 			"limit collector (weir_limit_running, weir_limit_max_running, weir_limit_window_starts)",
 			newLimitCollector(opts.Store.Executor(), opts.ScrapeTimeout),
 		})
@@ -241,6 +210,13 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// namedCollector is a collector New registers, with the name its
+// registration error gives.
+type namedCollector struct {
+	name string
+	c    prometheus.Collector
 }
 
 // Enqueued records one insert of a job of kind into queue, and what it did:

@@ -15,7 +15,7 @@ import (
 	"github.com/weirhq/weir/weirtype"
 )
 
-func newMetrics(t *testing.T, opts metrics.Options) (*metrics.Metrics, *prometheus.Registry) {
+func newMetrics(t testing.TB, opts metrics.Options) (*metrics.Metrics, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
 	m, err := metrics.New(reg, opts)
@@ -182,32 +182,22 @@ func TestSwept(t *testing.T) {
 	m.Swept("extract", 1, 0, 3)
 	m.Swept("embed", 0, 0, 0)
 	m.Swept("embed", -1, 0, 0) // ignored
-	wantSeries(t, reg, "retry_job_documents_requeued_total", map[string]series{
-		"collection=extract": {value: 3},
-		"collection=embed":   {value: 0},
-	})
-	wantSeries(t, reg, "retry_job_documents_skipped_backoff_total", map[string]series{
-		"collection=extract": {value: 1},
-		"collection=embed":   {value: 0},
-	})
-	wantSeries(t, reg, "retry_job_documents_max_retries_exceeded_total", map[string]series{
-		"collection=extract": {value: 3},
-		"collection=embed":   {value: 0},
-	})
+	for name, extract := range map[string]float64{
+		"retry_job_documents_requeued_total":             3,
+		"retry_job_documents_skipped_backoff_total":      1,
+		"retry_job_documents_max_retries_exceeded_total": 3,
+	} {
+		wantSeries(t, reg, name, map[string]series{
+			"collection=extract": {value: extract},
+			"collection=embed":   {value: 0},
+		})
+	}
 }
 
 func TestSweepRun(t *testing.T) {
 	m, reg := newMetrics(t, metrics.Options{})
 	// Before any run the fixed series read zero.
-	wantSeries(t, reg, "retry_job_runs_total", map[string]series{
-		"status=success": {value: 0},
-		"status=failure": {value: 0},
-	})
-	wantSeries(t, reg, "retry_job_errors_total", map[string]series{
-		"error_type=timeout":   {value: 0},
-		"error_type=cancelled": {value: 0},
-		"error_type=store":     {value: 0},
-	})
+	wantSweepRuns(t, reg, 0, 0, 0, 0, 0)
 
 	m.SweepRun(time.Second, nil)
 	m.SweepRun(2*time.Second, nil)
@@ -216,16 +206,23 @@ func TestSweepRun(t *testing.T) {
 	m.SweepRun(time.Second, errors.New("database is locked"))
 	m.SweepRun(time.Second, errors.New("disk I/O error"))
 
+	wantSweepRuns(t, reg, 2, 4, 1, 1, 2)
+	wantSeries(t, reg, "retry_job_duration_seconds", map[string]series{"": {count: 6, sum: 7}})
+}
+
+// wantSweepRuns checks retry_job_runs_total by status and
+// retry_job_errors_total by error type.
+func wantSweepRuns(t *testing.T, reg *prometheus.Registry, success, failure, timeout, cancelled, storeErrs float64) {
+	t.Helper()
 	wantSeries(t, reg, "retry_job_runs_total", map[string]series{
-		"status=success": {value: 2},
-		"status=failure": {value: 4},
+		"status=success": {value: success},
+		"status=failure": {value: failure},
 	})
 	wantSeries(t, reg, "retry_job_errors_total", map[string]series{
-		"error_type=timeout":   {value: 1},
-		"error_type=cancelled": {value: 1},
-		"error_type=store":     {value: 2},
+		"error_type=timeout":   {value: timeout},
+		"error_type=cancelled": {value: cancelled},
+		"error_type=store":     {value: storeErrs},
 	})
-	wantSeries(t, reg, "retry_job_duration_seconds", map[string]series{"": {count: 6, sum: 7}})
 }
 
 // A kind or queue that is not valid UTF-8 would make the Prometheus
@@ -333,10 +330,7 @@ func TestHooksAreSafeForConcurrentUse(t *testing.T) {
 }
 
 func BenchmarkAttemptDone(b *testing.B) {
-	m, err := metrics.New(prometheus.NewRegistry(), metrics.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	m, _ := newMetrics(b, metrics.Options{})
 	b.ReportAllocs()
 	for b.Loop() {
 		m.AttemptDone("extract", "default", metrics.Completed, 120*time.Millisecond)
@@ -344,10 +338,7 @@ func BenchmarkAttemptDone(b *testing.B) {
 }
 
 func BenchmarkEnqueued(b *testing.B) {
-	m, err := metrics.New(prometheus.NewRegistry(), metrics.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	m, _ := newMetrics(b, metrics.Options{})
 	b.ReportAllocs()
 	for b.Loop() {
 		m.Enqueued("extract", "default", weirtype.Inserted)
