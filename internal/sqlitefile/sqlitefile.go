@@ -1,15 +1,18 @@
 // Package sqlitefile holds what weir's SQLite files share, the store's
-// database (store/sqlite) and the search index (search/fts): the data
-// source name of a file, the check of its path, its creation readable by
-// its owner only, its writing and reading pools, and the encoding of
-// times as microseconds.
+// database (store/sqlite) and the search index (search/fts): the checks
+// and defaults of their Config, the data source name of a file, the check
+// of its path, its creation readable by its owner only, its writing and
+// reading pools, the check of its WAL mode, and the encoding of times as
+// microseconds.
 package sqlitefile
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -17,6 +20,35 @@ import (
 	"strings"
 	"time"
 )
+
+// DefaultBusyTimeout is how long a statement waits for a lock that another
+// connection holds before it fails with SQLITE_BUSY, unless configured.
+const DefaultBusyTimeout = 5 * time.Second
+
+// Defaults checks the fields that the Config of each SQLite file has, and
+// fills their defaults: path must name a file (not empty, not ":memory:",
+// not a file: URI); busy, the busy timeout, must not be negative, and 0
+// becomes DefaultBusyTimeout; a nil logger becomes one that discards.
+// pkg begins the message of an error ("sqlite", "fts"); what names the
+// file ("database file", "index file").
+func Defaults(pkg, what, path string, busy *time.Duration, logger **slog.Logger) error {
+	if path == "" {
+		return fmt.Errorf("%s: Config.Path is empty: name the %s", pkg, what)
+	}
+	if path == ":memory:" || strings.HasPrefix(path, "file:") {
+		return fmt.Errorf("%s: Config.Path %q: give a file path, not an in-memory database or URI", pkg, path)
+	}
+	if *busy < 0 {
+		return fmt.Errorf("%s: Config.BusyTimeout %v is negative", pkg, *busy)
+	}
+	if *busy == 0 {
+		*busy = DefaultBusyTimeout
+	}
+	if *logger == nil {
+		*logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
 
 // DSN is the modernc.org/sqlite data source name of the file at the
 // absolute path abs, with the query q: a file: URI, so that no character
@@ -125,6 +157,25 @@ func OpenReader(abs string, busy time.Duration) (*sql.DB, error) {
 	db.SetMaxOpenConns(n)
 	db.SetMaxIdleConns(n)
 	return db, nil
+}
+
+// ErrNotWAL: the file is not in WAL mode although the writer's pragma
+// asked for it, and the reading pool cannot read beside the writer.
+var ErrNotWAL = errors.New("not WAL: the file system may not support WAL's shared memory")
+
+// CheckWAL reads the journal mode of db's file (the first use of the
+// writer opens its connection and applies its pragmas) and returns an
+// error wrapping ErrNotWAL unless it is WAL; the error of the query as it
+// is when that fails.
+func CheckWAL(ctx context.Context, db *sql.DB) error {
+	var mode string
+	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return err
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("journal mode is %q, %w", mode, ErrNotWAL)
+	}
+	return nil
 }
 
 func busyTimeout(d time.Duration) string {

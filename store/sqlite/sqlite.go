@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -26,7 +25,7 @@ import (
 // DefaultBusyTimeout is how long a connection waits for a lock another
 // connection (another process, or this store's readers during a checkpoint)
 // holds before it gives up with SQLITE_BUSY.
-const DefaultBusyTimeout = 5 * time.Second
+const DefaultBusyTimeout = sqlitefile.DefaultBusyTimeout
 
 // Config configures a Store.
 type Config struct {
@@ -48,22 +47,8 @@ type Config struct {
 // withDefaults returns c with its defaults filled in, or an error naming
 // the bad field.
 func (c Config) withDefaults() (Config, error) {
-	if c.Path == "" {
-		return c, errors.New("sqlite: Config.Path is empty: name the database file")
-	}
-	if c.Path == ":memory:" || strings.HasPrefix(c.Path, "file:") {
-		return c, fmt.Errorf("sqlite: Config.Path %q: give a file path, not an in-memory database or URI", c.Path)
-	}
-	if c.BusyTimeout < 0 {
-		return c, fmt.Errorf("sqlite: Config.BusyTimeout %v is negative", c.BusyTimeout)
-	}
-	if c.BusyTimeout == 0 {
-		c.BusyTimeout = DefaultBusyTimeout
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	return c, nil
+	err := sqlitefile.Defaults("sqlite", "database file", c.Path, &c.BusyTimeout, &c.Logger)
+	return c, err
 }
 
 //go:embed migrations/*.sql
@@ -137,19 +122,17 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 // makes sure the database really is in WAL mode. On failure it says why
 // when it can tell: most often the directory is not writable.
 func checkWAL(ctx context.Context, write *sql.DB, path string) error {
-	var mode string
-	err := write.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode)
-	if err != nil {
+	err := sqlitefile.CheckWAL(ctx, write)
+	if err != nil && !errors.Is(err, sqlitefile.ErrNotWAL) {
 		if werr := probeWritable(filepath.Dir(path)); werr != nil {
 			if pe := (*fs.PathError)(nil); errors.As(werr, &pe) {
 				werr = pe.Err // the probe file's name says nothing
 			}
 			return fmt.Errorf("sqlite: open %s: directory %s is not writable (%v): %w", path, filepath.Dir(path), werr, err)
 		}
-		return fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	if !strings.EqualFold(mode, "wal") {
-		return fmt.Errorf("sqlite: open %s: journal mode is %q, not WAL: the file system may not support WAL's shared memory", path, mode)
+	if err != nil {
+		return fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	return nil
 }

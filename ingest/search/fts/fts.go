@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -30,7 +29,7 @@ const applicationID = 0x57534958
 
 // DefaultBusyTimeout is how long a statement waits for a lock that another
 // connection holds before it fails with SQLITE_BUSY.
-const DefaultBusyTimeout = 5 * time.Second
+const DefaultBusyTimeout = sqlitefile.DefaultBusyTimeout
 
 // ErrNotIndex: the file is an SQLite database of something else (it has
 // tables but not the index's application id). Open refuses it, leaving it
@@ -63,22 +62,8 @@ type Config struct {
 // withDefaults returns c with its defaults filled in, or an error naming
 // the bad field.
 func (c Config) withDefaults() (Config, error) {
-	if c.Path == "" {
-		return c, errors.New("fts: Config.Path is empty: name the index file")
-	}
-	if c.Path == ":memory:" || strings.HasPrefix(c.Path, "file:") {
-		return c, fmt.Errorf("fts: Config.Path %q: give a file path, not an in-memory database or URI", c.Path)
-	}
-	if c.BusyTimeout < 0 {
-		return c, fmt.Errorf("fts: Config.BusyTimeout %v is negative", c.BusyTimeout)
-	}
-	if c.BusyTimeout == 0 {
-		c.BusyTimeout = DefaultBusyTimeout
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	return c, nil
+	err := sqlitefile.Defaults("fts", "index file", c.Path, &c.BusyTimeout, &c.Logger)
+	return c, err
 }
 
 // Index is a full-text index in an SQLite file. It is safe for concurrent
@@ -173,7 +158,8 @@ func open(ctx context.Context, cfg Config, path string) (_ *Index, reason string
 		ix.Close()
 		return nil, reason, nil
 	}
-	if err := checkWAL(ctx, write); err != nil {
+	// Concurrent searches during a Put need WAL mode.
+	if err := sqlitefile.CheckWAL(ctx, write); err != nil {
 		return fail(err)
 	}
 
@@ -276,19 +262,6 @@ func removeFiles(path string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// checkWAL makes sure the file really is in WAL mode, which concurrent
-// searches during a Put need.
-func checkWAL(ctx context.Context, db *sql.DB) error {
-	var mode string
-	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
-		return err
-	}
-	if !strings.EqualFold(mode, "wal") {
-		return fmt.Errorf("journal mode is %q, not WAL: the file system may not support WAL's shared memory", mode)
-	}
-	return nil
 }
 
 // Rebuilt reports whether Open found an index file of another
