@@ -25,8 +25,7 @@ func deadlineCases() []suiteCase {
 }
 
 func testExpireDeadlines(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	ctx := context.Background()
 	at := now.Add(time.Hour)
 	waiting := insertOne(t, ex, now, store.InsertParams{Kind: "k", Queue: "d1", DeadlineAt: now.Add(20 * time.Minute)}).Job
@@ -96,8 +95,7 @@ func testExpireDeadlines(t *testing.T, h Harness) {
 }
 
 func testCompleteLateHeld(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	ctx := context.Background()
 	deadline := now.Add(time.Minute)
 	j := claimOne(t, ex, store.InsertParams{Kind: "grade", Queue: "late1", DeadlineAt: deadline}, "w1")
@@ -138,8 +136,7 @@ func testCompleteLateHeld(t *testing.T, h Harness) {
 }
 
 func testCompleteLateAfterExpiry(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	ctx := context.Background()
 	running := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "late2", DeadlineAt: now.Add(time.Minute)}, "w1")
 	// A job abandoned for another reason has no late result.
@@ -173,8 +170,7 @@ func testCompleteLateAfterExpiry(t *testing.T, h Harness) {
 }
 
 func testAcceptLateResult(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	ctx := context.Background()
 	var results []*weirtype.LateResult
 	for i, kind := range []string{"a", "b", "a"} {
@@ -229,8 +225,7 @@ func testAcceptLateResult(t *testing.T, h Harness) {
 }
 
 func testAcceptLateResultConflict(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	ctx := context.Background()
 	j := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "conflict", DeadlineAt: now}, "w1")
 	lr, _, err := ex.CompleteLate(ctx, now.Add(time.Minute), store.LeaseOf(j))
@@ -333,8 +328,7 @@ func testCountJobs(t *testing.T, h Harness) {
 }
 
 func testRequeueAfterDeadline(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	ctx := context.Background()
 	j := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "rq", DeadlineAt: now.Add(time.Minute)}, "w1")
 	if _, err := ex.ExpireDeadlines(ctx, now.Add(2*time.Minute), 10); err != nil {

@@ -42,8 +42,7 @@ func listHistory(t *testing.T, ex store.Executor, id string, after int64, limit 
 }
 
 func testWorkflowHistory(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	ctx := context.Background()
 	if got := listHistory(t, ex, "doc-1", 0, 0); len(got) != 0 {
 		t.Fatalf("history of an unknown workflow: %s, want none", historyText(got))
@@ -123,8 +122,7 @@ func testWorkflowHistoryTransactional(t *testing.T, h Harness) {
 }
 
 func testWorkflowHistoryConcurrent(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	ctx := context.Background()
 	if _, _, err := ex.CreateWorkflow(ctx, now, store.WorkflowParams{ID: "w", Name: "n", State: "a"}); err != nil {
 		t.Fatal(err)
@@ -157,8 +155,7 @@ func testWorkflowHistoryConcurrent(t *testing.T, h Harness) {
 }
 
 func testOutboxBacklog(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	ctx := context.Background()
 	backlog := func() store.OutboxBacklog {
 		t.Helper()

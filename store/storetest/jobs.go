@@ -135,8 +135,7 @@ func testListJobs(t *testing.T, h Harness) {
 }
 
 func testListJobsPaging(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	ps := make([]store.InsertParams, store.DefaultJobListLimit+5)
 	for i := range ps {
 		ps[i] = store.InsertParams{Kind: "page", Queue: "paging"}
@@ -173,8 +172,7 @@ func testListJobsPaging(t *testing.T, h Harness) {
 }
 
 func testListJobsInvalid(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	for _, c := range []struct {
 		f    store.JobFilter
 		want string
@@ -192,8 +190,7 @@ func testListJobsInvalid(t *testing.T, h Harness) {
 
 func testRetryJob(t *testing.T, h Harness) {
 	ctx := context.Background()
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	js := jobsInEveryState(t, ex, "rj")
 	at := now.Add(10 * time.Minute)
 
@@ -289,8 +286,7 @@ func checkRetried(t *testing.T, got, before *weirtype.Job, at time.Time, maxAtte
 
 func testRetryDead(t *testing.T, h Harness) {
 	ctx := context.Background()
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	kill := func(key string) *weirtype.Job {
 		j := claimOne(t, ex, store.InsertParams{Kind: "rd", IdempotencyKey: key, MaxAttempts: 1, DeadlineAt: now.Add(time.Hour)}, "w")
 		d, err := ex.Fail(ctx, store.FailParams{Now: now, Lease: store.LeaseOf(j), Error: attemptErr(1, "boom"), Abandon: weirtype.AbandonPermanent})
@@ -341,8 +337,7 @@ func testRetryDead(t *testing.T, h Harness) {
 
 func testRetryStaleLease(t *testing.T, h Harness) {
 	ctx := context.Background()
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	// A running job is cancelled while its handler goes on; an operator
 	// retries it and the same worker claims it again.
 	j := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "stale-retry"}, "w1")

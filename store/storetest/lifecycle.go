@@ -80,8 +80,7 @@ func claimOne(t *testing.T, ex store.Executor, p store.InsertParams, owner strin
 }
 
 func testClaimOrder(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	a := insertOne(t, ex, now, store.InsertParams{Kind: "k", ScheduledAt: now.Add(-2 * time.Minute)}).Job
 	b := insertOne(t, ex, now, store.InsertParams{Kind: "k", Priority: 5, ScheduledAt: now.Add(-time.Minute)}).Job
 	c := insertOne(t, ex, now, store.InsertParams{Kind: "k", ScheduledAt: now.Add(-3 * time.Minute)}).Job
@@ -113,8 +112,7 @@ func testClaimOrder(t *testing.T, h Harness) {
 }
 
 func testClaimLimit(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	for range 5 {
 		insertOne(t, ex, now, store.InsertParams{Kind: "k"})
 	}
@@ -181,8 +179,7 @@ func testClaimConcurrent(t *testing.T, h Harness) {
 }
 
 func testHeartbeat(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	j1 := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "hb"}, "w1")
 	j2 := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "hb2"}, "w1")
 	other := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "hb3"}, "w2")
@@ -210,8 +207,7 @@ func testHeartbeat(t *testing.T, h Harness) {
 }
 
 func testComplete(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	j := claimOne(t, ex, store.InsertParams{Kind: "k"}, "w1")
 	if _, err := ex.Complete(context.Background(), now, store.Lease{ID: j.ID, Owner: "w2", Attempt: j.Attempt}); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("complete by another worker: %v, want ErrLeaseLost", err)
@@ -232,8 +228,7 @@ func testComplete(t *testing.T, h Harness) {
 }
 
 func testCompleteMany(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	j1 := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "cm1"}, "w1")
 	j2 := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "cm2"}, "w1")
 	j3 := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "cm3"}, "w1")
@@ -290,8 +285,7 @@ func attemptErr(attempt int, msg string) weirtype.AttemptError {
 }
 
 func testFailRetry(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	j := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "retry"}, "w1")
 	if _, err := ex.Fail(context.Background(), store.FailParams{Now: now, Lease: store.Lease{ID: j.ID, Owner: "w2", Attempt: 1}, Error: attemptErr(1, "x"), RetryAt: now}); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("fail by another worker: %v, want ErrLeaseLost", err)
@@ -327,8 +321,7 @@ func testFailRetry(t *testing.T, h Harness) {
 }
 
 func testFailAbandon(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	j := claimOne(t, ex, store.InsertParams{Kind: "extract", IdempotencyKey: "doc-7", Source: "incoming/doc-7.txt", Payload: []byte(`{"path":"doc-7.txt"}`)}, "w1")
 	e := weirtype.AttemptError{Attempt: 1, At: now.Add(time.Second), Message: "not UTF-8", Type: "*pipeline.DecodeError"}
 	got, err := ex.Fail(context.Background(), store.FailParams{Now: now.Add(time.Second), Lease: store.LeaseOf(j), Error: e, Abandon: weirtype.AbandonPermanent})
@@ -369,8 +362,7 @@ func testFailAbandon(t *testing.T, h Harness) {
 // dead letters' table was made with a closed list of reasons, which a new
 // reason must be added to by a migration.
 func testFailEveryReason(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	ctx := context.Background()
 	for i, reason := range weirtype.AbandonReasons() {
 		j := claimOne(t, ex, store.InsertParams{Kind: "k", IdempotencyKey: fmt.Sprintf("reason-%d", i)}, "w1")
@@ -391,8 +383,7 @@ func testFailEveryReason(t *testing.T, h Harness) {
 }
 
 func testSnooze(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	j := claimOne(t, ex, store.InsertParams{Kind: "k"}, "w1")
 	if _, err := ex.Snooze(context.Background(), now, store.Lease{ID: j.ID, Owner: "w2", Attempt: j.Attempt}, now.Add(time.Hour)); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("snooze by another worker: %v, want ErrLeaseLost", err)
@@ -407,8 +398,7 @@ func testSnooze(t *testing.T, h Harness) {
 }
 
 func testCancel(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	waiting := insertOne(t, ex, now, store.InsertParams{Kind: "k", Queue: "c1"}).Job
 	running := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "c2"}, "w1")
 	for _, j := range []*weirtype.Job{waiting, running} {
@@ -429,8 +419,7 @@ func testCancel(t *testing.T, h Harness) {
 }
 
 func testRescueExpired(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	retryable := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "r1", MaxAttempts: 3}, "w1")
 	spent := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "r2", MaxAttempts: 1}, "w1")
 	// A lease that ends exactly now has not expired.
@@ -467,8 +456,7 @@ func testRescueExpired(t *testing.T, h Harness) {
 }
 
 func testStaleAttempt(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	first := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "stale"}, "w1")
 	// The lease runs out (the database was unreachable, say), the job is
 	// rescued, and the same worker process claims it again.
@@ -500,8 +488,7 @@ func testStaleAttempt(t *testing.T, h Harness) {
 }
 
 func testReleaseOwned(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	a := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "ro1"}, "w1")
 	b := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "ro2"}, "w1")
 	c := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "ro3"}, "w2")
@@ -538,8 +525,7 @@ func testReleaseOwned(t *testing.T, h Harness) {
 // are told apart.
 func testReleaseOwnedExcept(t *testing.T, h Harness) {
 	ctx := context.Background()
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	a := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "roe1"}, "w1")
 	b := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "roe2"}, "w1")
 	c := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "roe3", MaxAttempts: 1}, "w1") // its last attempt
@@ -605,8 +591,7 @@ func testReleaseOwnedExcept(t *testing.T, h Harness) {
 }
 
 func testDeadLetterOps(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	abandon := func(kind string, reason weirtype.AbandonReason, at time.Time) *weirtype.Job {
 		j := claimOne(t, ex, store.InsertParams{Kind: kind, IdempotencyKey: fmt.Sprintf("%s-%s-%d", kind, reason, at.Unix())}, "w")
 		if _, err := ex.Fail(context.Background(), store.FailParams{Now: at, Lease: store.LeaseOf(j), Error: attemptErr(1, "boom"), Abandon: reason}); err != nil {
@@ -691,8 +676,7 @@ func testDeadLetterOps(t *testing.T, h Harness) {
 // is ErrInvalid.
 func testDeadLetterByJobID(t *testing.T, h Harness) {
 	ctx := context.Background()
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	var jobs []*weirtype.Job
 	for i := range 3 {
 		j := claimOne(t, ex, store.InsertParams{Kind: "dj", Queue: fmt.Sprintf("dj-%d", i)}, "w")

@@ -61,8 +61,7 @@ func addOutbox(t *testing.T, ex store.Executor, at time.Time, msgs ...store.Outb
 }
 
 func testOutboxAddAndClaim(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	in := []store.OutboxMessage{
 		{Topic: "grading.request", Key: "sub-1", Payload: []byte(`{"n":1}`), Headers: map[string]string{"type": "grading.request"}},
 		{Topic: "grading.request", Payload: []byte{0, 1, 2, 255}},
@@ -111,8 +110,7 @@ func testOutboxTransactional(t *testing.T, h Harness) {
 }
 
 func testOutboxPublishAndRetry(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	ctx := context.Background()
 	ids := addOutbox(t, ex, now, store.OutboxMessage{Topic: "t"}, store.OutboxMessage{Topic: "t"})
 	claimOutbox(t, ex, now, "r1", 10)
@@ -136,8 +134,7 @@ func testOutboxPublishAndRetry(t *testing.T, h Harness) {
 }
 
 func testOutboxKeyOrder(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	ctx := context.Background()
 	ids := addOutbox(t, ex, now,
 		store.OutboxMessage{Topic: "t", Key: "A"}, store.OutboxMessage{Topic: "t", Key: "A"},
@@ -241,8 +238,7 @@ func testOutboxConcurrent(t *testing.T, h Harness) {
 // A relay publishing one batch claims the next holding the first: it
 // gets none of the first again.
 func testOutboxHolding(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	ctx := context.Background()
 	ids := addOutbox(t, ex, now, store.OutboxMessage{Topic: "t"}, store.OutboxMessage{Topic: "t"}, store.OutboxMessage{Topic: "t"},
 		store.OutboxMessage{Topic: "t"}, store.OutboxMessage{Topic: "t"})
@@ -267,8 +263,7 @@ func testOutboxHolding(t *testing.T, h Harness) {
 // Released messages are claimed again at once, by another relay, with no
 // attempt counted.
 func testOutboxRelease(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	ctx := context.Background()
 	ids := addOutbox(t, ex, now, store.OutboxMessage{Topic: "t", Key: "A"}, store.OutboxMessage{Topic: "t", Key: "A"}, store.OutboxMessage{Topic: "t"})
 	claimOutbox(t, ex, now, "r1", 10)
@@ -335,8 +330,7 @@ func testOutboxOneRelay(t *testing.T, h Harness) {
 }
 
 func testOutboxPurge(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	ctx := context.Background()
 	ids := addOutbox(t, ex, now, store.OutboxMessage{Topic: "t"}, store.OutboxMessage{Topic: "t"}, store.OutboxMessage{Topic: "t"}, store.OutboxMessage{Topic: "t"})
 	claimOutbox(t, ex, now, "r1", 10)

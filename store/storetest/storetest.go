@@ -101,6 +101,13 @@ func migrated(t *testing.T, h Harness) store.Store {
 	return s
 }
 
+// migratedExecutor is the executor of a migrated store of h, for the cases
+// that need nothing else of the store.
+func migratedExecutor(t *testing.T, h Harness) store.Executor {
+	t.Helper()
+	return migrated(t, h).Executor()
+}
+
 func insertOne(t *testing.T, ex store.Executor, at time.Time, p store.InsertParams) store.InsertResult {
 	t.Helper()
 	res, err := ex.Insert(context.Background(), at, []store.InsertParams{p})
@@ -326,8 +333,7 @@ func testStuckBoundary(t *testing.T, h Harness) {
 // job has none) is a job past StuckAfter reclaimed.
 func testLiveLeaseNotReclaimed(t *testing.T, h Harness) {
 	ctx := context.Background()
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	started := now.Add(-30 * time.Minute)
 	insertOne(t, ex, started.Add(-time.Second), store.InsertParams{Kind: "k", Queue: "live", IdempotencyKey: "live"})
 	got := claim(t, ex, started, "live", "w1", 1)

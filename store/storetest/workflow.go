@@ -31,8 +31,7 @@ func workflowCases() []suiteCase {
 }
 
 func testWorkflowLifecycle(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	ctx := context.Background()
 	wf, created, err := ex.CreateWorkflow(ctx, now, store.WorkflowParams{ID: "doc-1", Name: "ingest", State: "upload", Data: []byte(`{"n":1}`)})
 	if err != nil || !created {
@@ -86,8 +85,7 @@ func checkWorkflow(t *testing.T, what string, got *weirtype.Workflow, want weirt
 }
 
 func testWorkflowInvalid(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	ctx := context.Background()
 	for _, p := range []store.WorkflowParams{
 		{Name: "n", State: "s"},
@@ -142,8 +140,7 @@ func testWorkflowTransactional(t *testing.T, h Harness) {
 }
 
 func testWorkflowList(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	ctx := context.Background()
 	for i := range 6 {
 		name := "ingest"
@@ -231,8 +228,7 @@ func testWorkflowConcurrentAdvance(t *testing.T, h Harness) {
 }
 
 func testEffectBeginFinish(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	ctx := context.Background()
 	k := store.EffectKey{Txn: "doc-1", Series: "blob", Ordinal: 3}
 	rec, begun, err := ex.BeginEffect(ctx, now, k)
@@ -295,8 +291,7 @@ func testEffectConcurrentBegin(t *testing.T, h Harness) {
 }
 
 func testEffectListCount(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ex := s.Executor()
+	ex := migratedExecutor(t, h)
 	ctx := context.Background()
 	for _, k := range []store.EffectKey{
 		{Txn: "t1", Series: "blob", Ordinal: 2}, {Txn: "t1", Series: "blob", Ordinal: 1}, {Txn: "t1", Series: "index", Ordinal: 1},
