@@ -14,10 +14,11 @@ import (
 )
 
 // Limits live in weir_limits, one row per key, and weir_limit_kinds, the
-// kinds that count against each (migration 0013). weir_claim obeys them:
-// weir_limit_room locks a limit's row for the rest of the claim's
-// transaction while it counts the running attempts of its kinds, so that
-// concurrent claims count one after another.
+// kinds that count against each (migrations 0013 and 0014). weir_claim
+// obeys them: weir_limit_room holds an advisory lock on a limit's key for
+// the rest of the claim's transaction while it counts the running
+// attempts of its kinds, so that concurrent claims count one after
+// another.
 
 // SetLimit records the limit p at now; see store.Limits.
 func (e executor) SetLimit(ctx context.Context, now time.Time, p store.LimitParams) (*weirtype.Limit, error) {
