@@ -142,3 +142,58 @@ func checkTotal(ctx context.Context, system string, countCompleted func(context.
 	}
 	return nil
 }
+
+// calls are a system's client calls that measure makes.
+type calls struct {
+	system     string // the system's name in errors
+	bulkInsert func(ctx context.Context, n int) error
+	insert     func(ctx context.Context) error // inserts one latency job
+	start      func(ctx context.Context) error
+	stop       func(ctx context.Context) error
+	count      func(ctx context.Context) (int, error) // counts the completed jobs
+	profile    string                                 // -cpuprofile, or empty
+}
+
+// measure bulk-inserts -n jobs, -batch a call, then measures the
+// workers' throughput and the latency of -latency-n jobs inserted one at
+// a time, stops the client and checks that the store shows every job
+// completed. It records the times in r.
+func measure(ctx context.Context, s settings, sk *sink, r *result, c calls) error {
+	t0 := time.Now()
+	for i := 0; i < s.n; i += s.batch {
+		if err := c.bulkInsert(ctx, min(s.batch, s.n-i)); err != nil {
+			return fmt.Errorf("%s: bulk insert: %w", c.system, err)
+		}
+	}
+	r.insert = time.Since(t0)
+
+	var err error
+	r.handlersDone, r.elapsed, err = throughput(ctx, sk, s.n, c.start, c.count, c.profile)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.system, err)
+	}
+	r.enqueue, r.pickup, err = latency(ctx, sk, s.latencyN, c.insert)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.system, err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := c.stop(sctx); err != nil {
+		return fmt.Errorf("%s: stop: %w", c.system, err)
+	}
+	return checkTotal(ctx, c.system, c.count, s.n+s.latencyN)
+}
+
+// bulkInsert returns a client's bulk insert of n no-op jobs, each with
+// the params p, in one insertMany call.
+func bulkInsert[P, R any](batch int, p P, insertMany func(context.Context, []P) (R, error)) func(context.Context, int) error {
+	params := make([]P, 0, batch)
+	return func(ctx context.Context, n int) error {
+		params = params[:0]
+		for range n {
+			params = append(params, p)
+		}
+		_, err := insertMany(ctx, params)
+		return err
+	}
+}

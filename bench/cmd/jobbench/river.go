@@ -118,34 +118,16 @@ func measureRiver[TTx any](ctx context.Context, s settings, logger *slog.Logger,
 		}
 	}()
 
-	params := make([]river.InsertManyParams, 0, s.batch)
-	t0 := time.Now()
-	for i := 0; i < s.n; i += s.batch {
-		params = params[:0]
-		for range min(s.batch, s.n-i) {
-			params = append(params, river.InsertManyParams{Args: noopArgs{}})
-		}
-		if _, err := client.InsertManyFast(ctx, params); err != nil {
-			return r, fmt.Errorf("river: bulk insert: %w", err)
-		}
-	}
-	r.insert = time.Since(t0)
-
-	r.handlersDone, r.elapsed, err = throughput(ctx, sk, s.n, client.Start, count, "")
-	if err != nil {
-		return r, fmt.Errorf("river: %w", err)
-	}
-	r.enqueue, r.pickup, err = latency(ctx, sk, s.latencyN, func(ctx context.Context) error {
-		_, err := client.Insert(ctx, noopArgs{Latency: true}, nil)
-		return err
+	err = measure(ctx, s, sk, &r, calls{
+		system:     "river",
+		bulkInsert: bulkInsert(s.batch, river.InsertManyParams{Args: noopArgs{}}, client.InsertManyFast),
+		insert: func(ctx context.Context) error {
+			_, err := client.Insert(ctx, noopArgs{Latency: true}, nil)
+			return err
+		},
+		start: client.Start,
+		stop:  client.Stop,
+		count: count,
 	})
-	if err != nil {
-		return r, fmt.Errorf("river: %w", err)
-	}
-	sctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if err := client.Stop(sctx); err != nil {
-		return r, fmt.Errorf("river: stop: %w", err)
-	}
-	return r, checkTotal(ctx, "river", count, s.n+s.latencyN)
+	return r, err
 }

@@ -82,36 +82,19 @@ func runWeir(ctx context.Context, s settings, logger *slog.Logger, maxRunning in
 		err = errors.Join(err, client.Stop(sctx))
 	}()
 
-	params := make([]weir.InsertManyParams, 0, s.batch)
-	t0 := time.Now()
-	for i := 0; i < s.n; i += s.batch {
-		params = params[:0]
-		for range min(s.batch, s.n-i) {
-			params = append(params, weir.InsertManyParams{Args: noopArgs{}})
-		}
-		if _, err := client.InsertMany(ctx, params); err != nil {
-			return r, fmt.Errorf("weir: bulk insert: %w", err)
-		}
-	}
-	r.insert = time.Since(t0)
-
-	r.handlersDone, r.elapsed, err = throughput(ctx, sk, s.n, client.Start, count, s.CPUProfile)
-	if err != nil {
-		return r, fmt.Errorf("weir: %w", err)
-	}
-	r.enqueue, r.pickup, err = latency(ctx, sk, s.latencyN, func(ctx context.Context) error {
-		_, err := client.Insert(ctx, noopArgs{Latency: true}, nil)
-		return err
+	err = measure(ctx, s, sk, &r, calls{
+		system:     "weir",
+		bulkInsert: bulkInsert(s.batch, weir.InsertManyParams{Args: noopArgs{}}, client.InsertMany),
+		insert: func(ctx context.Context) error {
+			_, err := client.Insert(ctx, noopArgs{Latency: true}, nil)
+			return err
+		},
+		start:   client.Start,
+		stop:    client.Stop,
+		count:   count,
+		profile: s.CPUProfile,
 	})
-	if err != nil {
-		return r, fmt.Errorf("weir: %w", err)
-	}
-	sctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if err := client.Stop(sctx); err != nil {
-		return r, fmt.Errorf("weir: stop: %w", err)
-	}
-	return r, checkTotal(ctx, "weir", count, s.n+s.latencyN)
+	return r, err
 }
 
 func countPG(ctx context.Context, pool *pgxpool.Pool, q string) (int, error) {

@@ -100,7 +100,20 @@ type bench struct {
 	close  func()
 }
 
+// open opens and migrates a fresh store.
 func open(ctx context.Context, s settings) (*bench, error) {
+	b, err := openStore(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := b.st.Migrate(ctx); err != nil {
+		b.close()
+		return nil, err
+	}
+	return b, nil
+}
+
+func openStore(ctx context.Context, s settings) (*bench, error) {
 	if s.store == "postgres" {
 		schema := fmt.Sprintf("retentionbench_%08x", rand.Uint32())
 		ps, err := postgres.Open(ctx, postgres.Config{URL: s.url, Schema: schema})
@@ -179,9 +192,6 @@ func run(ctx context.Context, s settings) error {
 		return err
 	}
 	defer b.close()
-	if _, err := b.st.Migrate(ctx); err != nil {
-		return err
-	}
 	fc := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	keep := s.retention
 	if s.keep {
@@ -197,9 +207,6 @@ func run(ctx context.Context, s settings) error {
 		return err
 	}
 	defer ctl.close()
-	if _, err := ctl.st.Migrate(ctx); err != nil {
-		return err
-	}
 	// The probe queue's standing backlog, on both.
 	for _, st := range []*bench{b, ctl} {
 		if err := insert(ctx, st.ex, fc.Now(), "probe", s.backlog); err != nil {

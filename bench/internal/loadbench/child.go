@@ -246,13 +246,20 @@ func startWeirWorker(ctx context.Context, spec workerSpec, t *tally, logger *slo
 		st.Close()
 		return nil, err
 	}
-	if err := client.Start(ctx); err != nil {
-		st.Close()
-		return nil, fmt.Errorf("weir: start: %w", err)
+	return startClient(ctx, "weir", client.Start, client.Stop, func() { st.Close() })
+}
+
+// startClient starts a worker process's client and returns the function
+// that stops it; closeDB closes the client's database, when the client
+// fails to start or once it has stopped.
+func startClient(ctx context.Context, system string, start, stop func(context.Context) error, closeDB func()) (func(context.Context) error, error) {
+	if err := start(ctx); err != nil {
+		closeDB()
+		return nil, fmt.Errorf("%s: start: %w", system, err)
 	}
 	return func(ctx context.Context) error {
-		err := client.Stop(ctx)
-		st.Close()
+		err := stop(ctx)
+		closeDB()
 		return err
 	}, nil
 }
@@ -301,15 +308,7 @@ func startRiverWorker(ctx context.Context, spec workerSpec, t *tally, logger *sl
 		pool.Close()
 		return nil, fmt.Errorf("river: new client: %w", err)
 	}
-	if err := client.Start(ctx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("river: start: %w", err)
-	}
-	return func(ctx context.Context) error {
-		err := client.Stop(ctx)
-		pool.Close()
-		return err
-	}, nil
+	return startClient(ctx, "river", client.Start, client.Stop, pool.Close)
 }
 
 // riverPool opens a pool whose connections are named appName and search

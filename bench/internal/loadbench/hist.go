@@ -62,6 +62,13 @@ func (h *histogram) addBucket(i int, n uint64) {
 
 func (h *histogram) reset() { *h = histogram{} }
 
+// take returns the histogram and empties it.
+func (h *histogram) take() histogram {
+	t := *h
+	h.reset()
+	return t
+}
+
 // quantile returns the q-quantile (0 < q ≤ 1) in µs, 0 for an empty
 // histogram.
 func (h *histogram) quantile(q float64) int64 {

@@ -143,9 +143,7 @@ func (p *producer) pollDepth(ctx context.Context, count func(context.Context) (i
 func (p *producer) takeInserts() histogram {
 	p.histMu.Lock()
 	defer p.histMu.Unlock()
-	h := p.insertHist
-	p.insertHist.reset()
-	return h
+	return p.insertHist.take()
 }
 
 // seqs returns the number of sequence numbers handed out and the ranges

@@ -82,20 +82,12 @@ func (t *target) openWeir(ctx context.Context, cfg Config) error {
 		st.Close()
 		return err
 	}
-	t.table, t.claimIndex = "weir_jobs", "weir_jobs_claim"
-	t.qualified = quoteIdent(t.schema) + ".weir_jobs"
-	t.depthSQL = `SELECT count(*) FROM ` + t.qualified + ` WHERE state = 'available'`
-	t.pendingSQL = `SELECT count(*) FROM ` + t.qualified + ` WHERE state IN ('available', 'scheduled', 'running')`
-	t.verifySQL = `SELECT (payload->>'s')::bigint, state, attempt FROM ` + t.qualified
-	params := make([]weir.InsertManyParams, 0, cfg.Batch)
-	t.insert = func(ctx context.Context, jobs []jobArgs) error {
-		params = params[:0]
-		for _, j := range jobs {
-			params = append(params, weir.InsertManyParams{Args: j})
-		}
-		_, err := client.InsertMany(ctx, params)
-		return err
-	}
+	t.describe("weir_jobs", "weir_jobs_claim", `'available', 'scheduled', 'running'`, `(payload->>'s')::bigint, state, attempt`)
+	t.insert = batchInsert(cfg.Batch, func(j jobArgs) weir.InsertManyParams { return weir.InsertManyParams{Args: j} },
+		func(ctx context.Context, params []weir.InsertManyParams) error {
+			_, err := client.InsertMany(ctx, params)
+			return err
+		})
 	t.close = func() { st.Close() }
 	return nil
 }
@@ -128,22 +120,41 @@ func (t *target) openRiver(ctx context.Context, cfg Config, admin *pgxpool.Pool)
 		pool.Close()
 		return fmt.Errorf("river: insert client: %w", err)
 	}
-	t.table, t.claimIndex = "river_job", "river_job_prioritized_fetching_index"
-	t.qualified = quoteIdent(t.schema) + ".river_job"
-	t.depthSQL = `SELECT count(*) FROM ` + t.qualified + ` WHERE state = 'available'`
-	t.pendingSQL = `SELECT count(*) FROM ` + t.qualified + ` WHERE state IN ('available', 'pending', 'retryable', 'running', 'scheduled')`
-	t.verifySQL = `SELECT (args->>'s')::bigint, state::text, attempt FROM ` + t.qualified
-	params := make([]river.InsertManyParams, 0, cfg.Batch)
-	t.insert = func(ctx context.Context, jobs []jobArgs) error {
-		params = params[:0]
-		for _, j := range jobs {
-			params = append(params, river.InsertManyParams{Args: j})
-		}
-		_, err := client.InsertManyFast(ctx, params)
-		return err
-	}
+	t.describe("river_job", "river_job_prioritized_fetching_index", `'available', 'pending', 'retryable', 'running', 'scheduled'`,
+		`(args->>'s')::bigint, state::text, attempt`)
+	t.insert = batchInsert(cfg.Batch, func(j jobArgs) river.InsertManyParams { return river.InsertManyParams{Args: j} },
+		func(ctx context.Context, params []river.InsertManyParams) error {
+			_, err := client.InsertManyFast(ctx, params)
+			return err
+		})
 	t.close = pool.Close
 	return nil
+}
+
+// describe sets the target's job table and claim index, and the queries
+// that observe the table: pending lists the states of the jobs not
+// finished, verifyColumns selects a job's sequence number, state and
+// attempt.
+func (t *target) describe(table, claimIndex, pending, verifyColumns string) {
+	t.table, t.claimIndex = table, claimIndex
+	t.qualified = quoteIdent(t.schema) + "." + table
+	t.depthSQL = `SELECT count(*) FROM ` + t.qualified + ` WHERE state = 'available'`
+	t.pendingSQL = `SELECT count(*) FROM ` + t.qualified + ` WHERE state IN (` + pending + `)`
+	t.verifySQL = `SELECT ` + verifyColumns + ` FROM ` + t.qualified
+}
+
+// batchInsert returns a target's insert: it makes each job's params with
+// param, in a slice kept from call to call, and inserts them in one
+// insertMany.
+func batchInsert[P any](batch int, param func(jobArgs) P, insertMany func(context.Context, []P) error) func(context.Context, []jobArgs) error {
+	params := make([]P, 0, batch)
+	return func(ctx context.Context, jobs []jobArgs) error {
+		params = params[:0]
+		for _, j := range jobs {
+			params = append(params, param(j))
+		}
+		return insertMany(ctx, params)
+	}
 }
 
 // drop removes the target's schema.

@@ -52,18 +52,14 @@ func (c *collector) exited(cpu int64) {
 func (c *collector) takeWindow() (done int64, h histogram) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	h = c.window
-	c.window.reset()
-	return c.done, h
+	return c.done, c.window.take()
 }
 
 // takePhase returns the phase's histogram and empties it.
 func (c *collector) takePhase() histogram {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	h := c.phase
-	c.phase.reset()
-	return h
+	return c.phase.take()
 }
 
 func (c *collector) startedJobs() int64 {
