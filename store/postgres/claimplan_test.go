@@ -27,7 +27,6 @@ func TestClaimReadsFewPagesAfterABulkInsert(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := migratedStore(t)
-	now := time.Date(2026, 1, 21, 15, 30, 0, 0, time.UTC)
 	const waiting = 30_000
 	batch := make([]store.InsertParams, 1000)
 	for i := range batch {
@@ -89,7 +88,6 @@ func TestClaimReadsFewPagesAfterABulkInsert(t *testing.T) {
 func TestSweepsAndWakesReadTheirIndexes(t *testing.T) {
 	t.Parallel()
 	s := migratedStore(t)
-	now := time.Date(2026, 1, 21, 15, 30, 0, 0, time.UTC)
 	for _, c := range []struct {
 		name, sql, index string
 		args             []any
@@ -116,7 +114,6 @@ func TestSweepsAndWakesReadTheirIndexes(t *testing.T) {
 func TestMessagingReadsItsIndexes(t *testing.T) {
 	t.Parallel()
 	s := migratedStore(t)
-	now := time.Date(2026, 1, 21, 15, 30, 0, 0, time.UTC)
 	for _, c := range []struct {
 		name    string
 		sql     string
@@ -141,6 +138,9 @@ func TestMessagingReadsItsIndexes(t *testing.T) {
 		}
 	}
 }
+
+// now is the time the tests inside the package give the store.
+var now = time.Date(2026, 1, 21, 15, 30, 0, 0, time.UTC)
 
 // migratedStore returns a store on a migrated schema of the test's own,
 // dropped when the test ends.
@@ -206,7 +206,6 @@ func readsIndex(plan, index string) bool {
 func TestLeaseWritesProbeEachJob(t *testing.T) {
 	t.Parallel()
 	s := migratedStore(t)
-	now := time.Date(2026, 1, 21, 15, 30, 0, 0, time.UTC)
 	leases := []any{[]int64{1, 2}, []string{"w", "w"}, []int64{1, 1}, now}
 	for _, c := range []struct {
 		name string

@@ -21,7 +21,6 @@ func TestInsertBatchKeepsEachJobAtItsPosition(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := migratedStore(t)
-	now := time.Date(2026, 1, 21, 15, 30, 0, 0, time.UTC)
 	if _, err := s.Executor().Insert(ctx, now, []store.InsertParams{{Kind: "k", IdempotencyKey: "dup"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +93,6 @@ func TestInsertBatchRefusesABadPayloadWhole(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := migratedStore(t)
-	now := time.Date(2026, 1, 21, 15, 30, 0, 0, time.UTC)
 	ps := []store.InsertParams{{Kind: "a"}, {Kind: "b", Payload: json.RawMessage(`{"s":"\u0000"}`)}, {Kind: "c"}}
 	if _, err := s.Executor().Insert(ctx, now, ps); !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("insert with a NUL in a payload: %v, want ErrInvalid", err)

@@ -108,6 +108,13 @@ func migrated(t *testing.T) *postgres.Store {
 	return s
 }
 
+// migratedExecutor is the executor of a migrated store, for the tests that
+// need nothing else of the store.
+func migratedExecutor(t *testing.T) store.Executor {
+	t.Helper()
+	return migrated(t).Executor()
+}
+
 func queryInt(t *testing.T, s *postgres.Store, sql string, args ...any) int {
 	t.Helper()
 	var n int
@@ -476,6 +483,19 @@ func insert(t *testing.T, ex store.Executor, p store.InsertParams) store.InsertR
 	return insertAt(t, ex, now, p)
 }
 
+// insertBatch inserts n jobs in one call at now, the i-th with the
+// parameters p(i).
+func insertBatch(t *testing.T, ex store.Executor, n int, p func(i int) store.InsertParams) {
+	t.Helper()
+	batch := make([]store.InsertParams, n)
+	for i := range batch {
+		batch[i] = p(i)
+	}
+	if _, err := ex.Insert(context.Background(), now, batch); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func insertAt(t *testing.T, ex store.Executor, at time.Time, p store.InsertParams) store.InsertResult {
 	t.Helper()
 	res, err := ex.Insert(context.Background(), at, []store.InsertParams{p})
@@ -558,27 +578,9 @@ func TestConcurrentReclaimOnce(t *testing.T) {
 	first := insertAt(t, s.Executor(), now.Add(-time.Hour), store.InsertParams{Kind: "k", IdempotencyKey: "stuck"})
 	setState(t, s, first.Job.ID, weirtype.StateRunning, now.Add(-time.Hour))
 	const n = 50
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		outcomes = map[weirtype.InsertOutcome]int{}
-		errs     []error
-	)
-	for range n {
-		wg.Go(func() {
-			res, err := s.Executor().Insert(context.Background(), now, []store.InsertParams{{Kind: "k", IdempotencyKey: "stuck"}})
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-				return
-			}
-			outcomes[res[0].Outcome]++
-		})
-	}
-	wg.Wait()
-	if len(errs) > 0 {
-		t.Fatalf("%d of %d inserts failed, first: %v", len(errs), n, errs[0])
+	outcomes := map[weirtype.InsertOutcome]int{}
+	for _, r := range storetest.InsertAtOnce(t, s.Executor(), now, n, store.InsertParams{Kind: "k", IdempotencyKey: "stuck"}) {
+		outcomes[r.Outcome]++
 	}
 	if outcomes[weirtype.Reclaimed] != 1 || outcomes[weirtype.DuplicatePending] != n-1 {
 		t.Fatalf("outcomes %v, want 1 reclaimed and %d duplicate_pending", outcomes, n-1)

@@ -83,8 +83,7 @@ func TestWorkflowTextWithNUL(t *testing.T) {
 // database's collation, as they do in SQLite and Go.
 func TestWorkflowOrderIsBytewise(t *testing.T) {
 	t.Parallel()
-	s := migrated(t)
-	ex := s.Executor()
+	ex := migratedExecutor(t)
 	ctx := context.Background()
 	ids := []string{"ab", "B", "a-b", "a"}
 	for _, id := range ids {

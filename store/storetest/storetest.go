@@ -391,29 +391,11 @@ func testLiveLeaseNotReclaimed(t *testing.T, h Harness) {
 func testConcurrentSameKey(t *testing.T, h Harness) {
 	s := migrated(t, h)
 	const n = 100
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		outcomes = map[weirtype.InsertOutcome]int{}
-		ids      = map[int64]bool{}
-		errs     []error
-	)
-	for range n {
-		wg.Go(func() {
-			res, err := s.Executor().Insert(context.Background(), now, []store.InsertParams{{Kind: "k", IdempotencyKey: "one-key"}})
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-				return
-			}
-			outcomes[res[0].Outcome]++
-			ids[res[0].Job.ID] = true
-		})
-	}
-	wg.Wait()
-	if len(errs) > 0 {
-		t.Fatalf("%d of %d concurrent inserts failed, first: %v", len(errs), n, errs[0])
+	outcomes := map[weirtype.InsertOutcome]int{}
+	ids := map[int64]bool{}
+	for _, r := range InsertAtOnce(t, s.Executor(), now, n, store.InsertParams{Kind: "k", IdempotencyKey: "one-key"}) {
+		outcomes[r.Outcome]++
+		ids[r.Job.ID] = true
 	}
 	if outcomes[weirtype.Inserted] != 1 || outcomes[weirtype.DuplicatePending] != n-1 || len(ids) != 1 {
 		t.Fatalf("outcomes %v over %d ids, want 1 inserted and %d duplicates of one job", outcomes, len(ids), n-1)
@@ -421,6 +403,35 @@ func testConcurrentSameKey(t *testing.T, h Harness) {
 	if c := countJobs(t, h, s); c != 1 {
 		t.Fatalf("%d jobs, want 1", c)
 	}
+}
+
+// InsertAtOnce runs n inserts of p at once, at at, each a call of its
+// own, and returns their results; it fails the test if any insert fails.
+func InsertAtOnce(t *testing.T, ex store.Executor, at time.Time, n int, p store.InsertParams) []store.InsertResult {
+	t.Helper()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		out  []store.InsertResult
+		errs []error
+	)
+	for range n {
+		wg.Go(func() {
+			res, err := ex.Insert(context.Background(), at, []store.InsertParams{p})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			out = append(out, res[0])
+		})
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("%d of %d concurrent inserts failed, first: %v", len(errs), n, errs[0])
+	}
+	return out
 }
 
 func testSameKeyInBatch(t *testing.T, h Harness) {
