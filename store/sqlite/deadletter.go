@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/weirhq/weir/store"
@@ -39,12 +38,7 @@ func (e executor) ListDeadLetters(ctx context.Context, f store.DeadLetterFilter)
 	if err != nil {
 		return nil, fmt.Errorf("list dead letters: %w", err)
 	}
-	q := "SELECT " + deadLetterColumns + " FROM weir_dead_letters" + where + " ORDER BY id"
-	if f.Limit > 0 {
-		q += " LIMIT ?"
-		args = append(args, f.Limit)
-	}
-	dls, err := queryAll(ctx, e.reader(), q, args, scanDeadLetter)
+	dls, err := queryPage(ctx, e.reader(), "SELECT "+deadLetterColumns+" FROM weir_dead_letters"+where+" ORDER BY id", args, f.Limit, scanDeadLetter)
 	if err != nil {
 		return nil, fmt.Errorf("list dead letters: %w", err)
 	}
@@ -148,50 +142,36 @@ func deadLetterWhere(f store.DeadLetterFilter, page bool) (string, []any, error)
 	if err := store.FirstError(f.Validate(), checkTime("failed before", f.FailedBefore), checkTime("failed after", f.FailedAfter)); err != nil {
 		return "", nil, err
 	}
-	var (
-		conds []string
-		args  []any
-	)
+	var c conds
 	switch {
 	case f.IDs == nil:
 	case len(f.IDs) == 0:
-		conds = append(conds, "0")
+		c.add("0")
 	default:
-		conds = append(conds, "id IN (SELECT value FROM json_each(?))")
-		args = append(args, idList(f.IDs))
+		c.add("id IN (SELECT value FROM json_each(?))", idList(f.IDs))
 	}
 	if f.JobID != 0 {
-		conds = append(conds, "job_id = ?")
-		args = append(args, f.JobID)
+		c.add("job_id = ?", f.JobID)
 	}
 	if f.Kind != "" {
-		conds = append(conds, "kind = ?")
-		args = append(args, f.Kind)
+		c.add("kind = ?", f.Kind)
 	}
 	if f.Queue != "" {
-		conds = append(conds, "queue = ?")
-		args = append(args, f.Queue)
+		c.add("queue = ?", f.Queue)
 	}
 	if f.Reason != "" {
-		conds = append(conds, "reason = ?")
-		args = append(args, string(f.Reason))
+		c.add("reason = ?", string(f.Reason))
 	}
 	if !f.FailedBefore.IsZero() {
-		conds = append(conds, "failed_at < ?")
-		args = append(args, encodeTime(f.FailedBefore))
+		c.add("failed_at < ?", encodeTime(f.FailedBefore))
 	}
 	if !f.FailedAfter.IsZero() {
-		conds = append(conds, "failed_at >= ?")
-		args = append(args, encodeTime(f.FailedAfter))
+		c.add("failed_at >= ?", encodeTime(f.FailedAfter))
 	}
 	if page && f.AfterID > 0 {
-		conds = append(conds, "id > ?")
-		args = append(args, f.AfterID)
+		c.add("id > ?", f.AfterID)
 	}
-	if len(conds) == 0 {
-		return "", nil, nil
-	}
-	return " WHERE " + strings.Join(conds, " AND "), args, nil
+	return c.where(), c.args, nil
 }
 
 // and adds cond to the clause where that deadLetterWhere made.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/weirhq/weir/store"
@@ -200,35 +199,20 @@ func (e executor) ListLateResults(ctx context.Context, f store.LateResultFilter)
 	if err := f.Validate(); err != nil {
 		return nil, fmt.Errorf("list late results: %w", err)
 	}
-	var (
-		conds []string
-		args  []any
-	)
+	var c conds
 	if f.JobID != 0 {
-		conds = append(conds, "job_id = ?")
-		args = append(args, f.JobID)
+		c.add("job_id = ?", f.JobID)
 	}
 	if f.Kind != "" {
-		conds = append(conds, "kind = ?")
-		args = append(args, f.Kind)
+		c.add("kind = ?", f.Kind)
 	}
 	if f.Pending {
-		conds = append(conds, "accepted_at IS NULL")
+		c.add("accepted_at IS NULL")
 	}
 	if f.AfterID > 0 {
-		conds = append(conds, "id > ?")
-		args = append(args, f.AfterID)
+		c.add("id > ?", f.AfterID)
 	}
-	q := "SELECT " + lateResultColumns + " FROM weir_late_results"
-	if len(conds) > 0 {
-		q += " WHERE " + strings.Join(conds, " AND ")
-	}
-	q += " ORDER BY id"
-	if f.Limit > 0 {
-		q += " LIMIT ?"
-		args = append(args, f.Limit)
-	}
-	lrs, err := queryAll(ctx, e.reader(), q, args, scanLateResult)
+	lrs, err := queryPage(ctx, e.reader(), "SELECT "+lateResultColumns+" FROM weir_late_results"+c.where()+" ORDER BY id", c.args, f.Limit, scanLateResult)
 	if err != nil {
 		return nil, fmt.Errorf("list late results: %w", err)
 	}

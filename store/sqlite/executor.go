@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/weirhq/weir/store"
@@ -269,6 +270,38 @@ func queryAll[T any](ctx context.Context, db interface {
 		out = append(out, v)
 	}
 	return out, rows.Err()
+}
+
+// queryPage runs queryAll with q, which ends with its ORDER BY, limited to
+// limit rows when limit is positive.
+func queryPage[T any](ctx context.Context, db querier, q string, args []any, limit int, scan func(scanner) (T, error)) ([]T, error) {
+	if limit > 0 {
+		q += " LIMIT ?"
+		args = append(args, limit)
+	}
+	return queryAll(ctx, db, q, args, scan)
+}
+
+// conds gathers the conditions of a WHERE clause, joined by AND, and
+// their arguments in order.
+type conds struct {
+	list []string
+	args []any
+}
+
+// add appends the condition cond, whose placeholders take args.
+func (c *conds) add(cond string, args ...any) {
+	c.list = append(c.list, cond)
+	c.args = append(c.args, args...)
+}
+
+// where is the clause, with a space before it, or "" when there is no
+// condition.
+func (c *conds) where() string {
+	if len(c.list) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(c.list, " AND ")
 }
 
 // scanner is what *sql.Row and *sql.Rows share.

@@ -35,37 +35,26 @@ func (e executor) ListJobs(ctx context.Context, f store.JobFilter) ([]*weirtype.
 // most six), so that the planner sees state = ? terms it can search the
 // index with; the kinds, any number, are one JSON array.
 func listJobsQuery(f store.JobFilter) (string, []any) {
-	var (
-		conds []string
-		args  []any
-	)
+	var c conds
 	if len(f.States) > 0 {
 		marks := make([]string, len(f.States))
+		states := make([]any, len(f.States))
 		for i, s := range f.States {
-			marks[i] = "?"
-			args = append(args, string(s))
+			marks[i], states[i] = "?", string(s)
 		}
-		conds = append(conds, "state IN ("+strings.Join(marks, ", ")+")")
+		c.add("state IN ("+strings.Join(marks, ", ")+")", states...)
 	}
 	if len(f.Kinds) > 0 {
 		b, _ := json.Marshal(f.Kinds) // strings: cannot fail
-		conds = append(conds, "kind IN (SELECT value FROM json_each(?))")
-		args = append(args, string(b))
+		c.add("kind IN (SELECT value FROM json_each(?))", string(b))
 	}
 	if f.Queue != "" {
-		conds = append(conds, "queue = ?")
-		args = append(args, f.Queue)
+		c.add("queue = ?", f.Queue)
 	}
 	if f.Before > 0 {
-		conds = append(conds, "id < ?")
-		args = append(args, f.Before)
+		c.add("id < ?", f.Before)
 	}
-	q := "SELECT " + jobColumns + " FROM weir_jobs"
-	if len(conds) > 0 {
-		q += " WHERE " + strings.Join(conds, " AND ")
-	}
-	q += " ORDER BY id DESC LIMIT ?"
-	return q, append(args, f.Limit)
+	return "SELECT " + jobColumns + " FROM weir_jobs" + c.where() + " ORDER BY id DESC LIMIT ?", append(c.args, f.Limit)
 }
 
 // retryFinalJob makes the final job ?3 (in state ?4) available at ?1, keeping

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/weirhq/weir/store"
@@ -113,42 +112,26 @@ func (e executor) AdvanceWorkflow(ctx context.Context, now time.Time, p store.Ad
 
 // ListWorkflows returns the workflows that match f, lowest id first.
 func (e executor) ListWorkflows(ctx context.Context, f store.WorkflowFilter) ([]*weirtype.Workflow, error) {
-	var (
-		conds []string
-		args  []any
-	)
-	add := func(cond string, arg any) {
-		args = append(args, arg)
-		conds = append(conds, fmt.Sprintf(cond, len(args)))
-	}
 	if err := f.Validate(); err != nil {
 		return nil, fmt.Errorf("list workflows: %w", err)
 	}
+	var c conds
 	if f.Name != "" {
-		add("name = ?%d", f.Name)
+		c.add("name = ?", f.Name)
 	}
 	if f.Status != "" {
-		add("status = ?%d", string(f.Status))
+		c.add("status = ?", string(f.Status))
 	}
 	if !f.UpdatedBefore.IsZero() {
 		if err := checkTime("updated before", f.UpdatedBefore); err != nil {
 			return nil, fmt.Errorf("list workflows: %w", err)
 		}
-		add("updated_at < ?%d", encodeTime(f.UpdatedBefore))
+		c.add("updated_at < ?", encodeTime(f.UpdatedBefore))
 	}
 	if f.AfterID != "" {
-		add("id > ?%d", f.AfterID)
+		c.add("id > ?", f.AfterID)
 	}
-	q := `SELECT ` + workflowColumns + ` FROM weir_workflows`
-	if len(conds) > 0 {
-		q += " WHERE " + strings.Join(conds, " AND ")
-	}
-	q += " ORDER BY id"
-	if f.Limit > 0 {
-		args = append(args, f.Limit)
-		q += fmt.Sprintf(" LIMIT ?%d", len(args))
-	}
-	wfs, err := queryAll(ctx, e.reader(), q, args, scanWorkflow)
+	wfs, err := queryPage(ctx, e.reader(), `SELECT `+workflowColumns+` FROM weir_workflows`+c.where()+" ORDER BY id", c.args, f.Limit, scanWorkflow)
 	if err != nil {
 		return nil, fmt.Errorf("list workflows: %w", err)
 	}
@@ -161,14 +144,8 @@ func (e executor) ListWorkflowTransitions(ctx context.Context, id string, afterV
 	if err := store.CheckHistoryPage(afterVersion, limit); err != nil {
 		return nil, fmt.Errorf("list workflow transitions: %w", err)
 	}
-	q := `SELECT workflow_id, version, from_state, state, status, error, at FROM weir_workflow_transitions
-		WHERE workflow_id = ?1 AND version > ?2 ORDER BY version`
-	args := []any{id, afterVersion}
-	if limit > 0 {
-		q += ` LIMIT ?3`
-		args = append(args, limit)
-	}
-	ts, err := queryAll(ctx, e.reader(), q, args, func(row scanner) (*store.WorkflowTransition, error) {
+	ts, err := queryPage(ctx, e.reader(), `SELECT workflow_id, version, from_state, state, status, error, at FROM weir_workflow_transitions
+		WHERE workflow_id = ?1 AND version > ?2 ORDER BY version`, []any{id, afterVersion}, limit, func(row scanner) (*store.WorkflowTransition, error) {
 		var (
 			t      store.WorkflowTransition
 			status string
