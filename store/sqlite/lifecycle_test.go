@@ -39,9 +39,7 @@ func claimed(t *testing.T, ex store.Executor, p store.InsertParams, owner string
 // parameters before it writes, and names the bad one.
 func TestLifecycleRefusesBadParams(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	s := migratedTemp(t)
-	ex := s.Executor()
+	ctx, _, ex := migratedExec(t)
 	far := time.Date(300000, 1, 1, 0, 0, 0, 0, time.UTC)
 	claim := func(p store.ClaimParams) error { _, err := ex.Claim(ctx, p); return err }
 	fail := func(p store.FailParams) error { _, err := ex.Fail(ctx, p); return err }
@@ -49,10 +47,7 @@ func TestLifecycleRefusesBadParams(t *testing.T) {
 	ok := store.Lease{ID: 1, Owner: "w", Attempt: 1}
 	okClaim := store.ClaimParams{Now: t0, Limit: 1, Owner: "w", LeaseFor: leaseFor}
 	okFail := store.FailParams{Now: t0, Lease: store.Lease{ID: 1, Owner: "w", Attempt: 1}, RetryAt: t0}
-	tests := []struct {
-		name, want string
-		err        error
-	}{
+	checkInvalid(t, []invalidCall{
 		{"claim limit 0", "limit 0", claim(store.ClaimParams{Now: t0, Owner: "w", LeaseFor: leaseFor})},
 		{"claim without owner", "owner", claim(store.ClaimParams{Now: t0, Limit: 1, LeaseFor: leaseFor})},
 		{"claim without lease", "lease-for", claim(store.ClaimParams{Now: t0, Limit: 1, Owner: "w"})},
@@ -84,12 +79,7 @@ func TestLifecycleRefusesBadParams(t *testing.T) {
 			_, err := ex.PurgeDeadLetters(ctx, store.DeadLetterFilter{FailedBefore: far})
 			return err
 		}()},
-	}
-	for _, tt := range tests {
-		if !errors.Is(tt.err, store.ErrInvalid) || !strings.Contains(tt.err.Error(), tt.want) {
-			t.Errorf("%s: %v, want ErrInvalid naming %q", tt.name, tt.err, tt.want)
-		}
-	}
+	})
 	// The good parameters the table varies are good.
 	if err := claim(okClaim); err != nil {
 		t.Fatalf("claim %+v: %v", okClaim, err)
@@ -104,9 +94,7 @@ func TestLifecycleRefusesBadParams(t *testing.T) {
 // into its dead letter.
 func TestRescueRecordsTheExpiredLease(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	s := migratedTemp(t)
-	ex := s.Executor()
+	ctx, _, ex := migratedExec(t)
 	j := claimed(t, ex, store.InsertParams{Kind: "k", MaxAttempts: 1}, "worker-7")
 	at := t0.Add(time.Hour)
 	if _, dead, err := ex.RescueExpired(ctx, at, 10); err != nil || !slices.Equal(store.IDsOf(dead), []int64{j.ID}) {
@@ -132,9 +120,7 @@ func TestRescueRecordsTheExpiredLease(t *testing.T) {
 // leases that ended first, and leaves the rest for the next round.
 func TestRescueTakesTheOldestLeasesFirst(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	s := migratedTemp(t)
-	ex := s.Executor()
+	ctx, _, ex := migratedExec(t)
 	var want []int64
 	for i := range 5 {
 		if _, err := ex.Insert(ctx, t0, []store.InsertParams{{Kind: "k"}}); err != nil {
@@ -164,9 +150,7 @@ func TestRescueTakesTheOldestLeasesFirst(t *testing.T) {
 // and a lease that ended but was not rescued yet is still held.
 func TestHeartbeatEdges(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	s := migratedTemp(t)
-	ex := s.Executor()
+	ctx, _, ex := migratedExec(t)
 	if lost, err := ex.Heartbeat(ctx, t0, nil, leaseFor); err != nil || lost != nil {
 		t.Fatalf("heartbeat of nothing: %v, %v", lost, err)
 	}
@@ -198,9 +182,7 @@ func TestHeartbeatEdges(t *testing.T) {
 // selection never purges everything.
 func TestDeadLetterFilterWithEmptyIDsMatchesNothing(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	s := migratedTemp(t)
-	ex := s.Executor()
+	ctx, _, ex := migratedExec(t)
 	j := claimed(t, ex, store.InsertParams{Kind: "k"}, "w")
 	if _, err := ex.Fail(ctx, store.FailParams{Now: t0, Lease: store.LeaseOf(j), Abandon: weirtype.AbandonPermanent}); err != nil {
 		t.Fatal(err)
@@ -226,9 +208,8 @@ func TestDeadLetterFilterWithEmptyIDsMatchesNothing(t *testing.T) {
 // commits a dead job without its dead letter.
 func TestLifecycleInCallersTransaction(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	s := migratedTemp(t)
-	j := claimed(t, s.Executor(), store.InsertParams{Kind: "k"}, "w")
+	ctx, s, ex := migratedExec(t)
+	j := claimed(t, ex, store.InsertParams{Kind: "k"}, "w")
 
 	inRolledBackTx(t, s, func(_ *sql.Tx, ex store.Executor) {
 		if _, err := ex.Complete(ctx, t0, store.LeaseOf(j)); err != nil {
@@ -275,16 +256,7 @@ func mustGet(t *testing.T, s *sqlite.Store, id int64) *weirtype.Job {
 // BenchmarkClaimComplete measures the worker's hot path on a file: claim
 // ten jobs, complete each. One op is one job claimed and completed.
 func BenchmarkClaimComplete(b *testing.B) {
-	ctx := context.Background()
-	s, err := sqlite.Open(ctx, sqlite.Config{Path: b.TempDir() + "/weir.db"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
-	ex := s.Executor()
+	ctx, _, ex := migratedExec(b)
 	batch := make([]store.InsertParams, 1000)
 	for i := range batch {
 		batch[i] = store.InsertParams{Kind: "k", Payload: []byte(`{"path":"incoming/doc.txt"}`)}

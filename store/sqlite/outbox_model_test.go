@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"bytes"
-	"context"
 	"database/sql"
 	"flag"
 	"fmt"
@@ -38,9 +37,7 @@ func TestOutboxModel(t *testing.T) {
 
 func outboxModelRound(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 1))
-	s := migratedTemp(t)
-	ex := s.Executor()
-	ctx := context.Background()
+	ctx, s, ex := migratedExec(t)
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	const lease = time.Minute
 
@@ -232,9 +229,7 @@ func checkOutboxModel(t *testing.T, s interface{ DB() *sql.DB }, step int, pendi
 // watermark back: the mark parks it, and a later claim still finds it, in
 // its key's order.
 func TestOutboxWatermarkPassesHeldBackMessages(t *testing.T) {
-	s := migratedTemp(t)
-	ex := s.Executor()
-	ctx := context.Background()
+	ctx, s, ex := migratedExec(t)
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	msgs := []store.OutboxMessage{{Topic: "t", Key: "k"}, {Topic: "t", Key: "k"}}
 	for range 5 {
@@ -327,9 +322,7 @@ func pendingIDs(t *testing.T, db *sql.DB) []int64 {
 // appending to one does not write over the next, and a later claim does
 // not change them.
 func TestOutboxClaimKeepsEachMessageWhole(t *testing.T) {
-	s := migratedTemp(t)
-	ex := s.Executor()
-	ctx := context.Background()
+	ctx, _, ex := migratedExec(t)
 	now := time.Date(2026, 3, 1, 12, 0, 0, 123000, time.UTC)
 	add := []store.OutboxMessage{
 		{Topic: "a", Key: "k1", Payload: []byte("first"), Headers: map[string]string{"h": "1"}},

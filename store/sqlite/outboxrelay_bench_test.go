@@ -3,7 +3,6 @@
 package sqlite_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"syscall"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/store"
-	"github.com/weirhq/weir/store/sqlite"
 	"github.com/weirhq/weir/weirtype"
 )
 
@@ -34,16 +32,7 @@ func benchRelayClaimMark(b *testing.B, keyed bool) {
 		batch = 500
 		fill  = 20 * batch // messages added at a time, untimed
 	)
-	ctx := context.Background()
-	s, err := sqlite.Open(ctx, sqlite.Config{Path: b.TempDir() + "/weir.db"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
-	ex := s.Executor()
+	ctx, _, ex := migratedExec(b)
 	msgs := make([]store.OutboxMessage, fill)
 	for i := range msgs {
 		head := fmt.Sprintf(`{"seq":%d,"pad":"`, i)

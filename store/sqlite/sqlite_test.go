@@ -19,7 +19,7 @@ import (
 	"github.com/weirhq/weir/weirtype"
 )
 
-func openTemp(t *testing.T) *sqlite.Store {
+func openTemp(t testing.TB) *sqlite.Store {
 	t.Helper()
 	s, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "weir.db")})
 	if err != nil {
@@ -33,13 +33,38 @@ func openTemp(t *testing.T) *sqlite.Store {
 	return s
 }
 
-func migratedTemp(t *testing.T) *sqlite.Store {
+func migratedTemp(t testing.TB) *sqlite.Store {
 	t.Helper()
 	s := openTemp(t)
 	if _, err := s.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// migratedExec returns a context that ends with the test, migratedTemp's
+// store and its Executor.
+func migratedExec(t testing.TB) (context.Context, *sqlite.Store, store.Executor) {
+	t.Helper()
+	s := migratedTemp(t)
+	return t.Context(), s, s.Executor()
+}
+
+// invalidCall is the error of a call with a bad parameter, which must
+// wrap store.ErrInvalid and name the parameter (want).
+type invalidCall struct {
+	name, want string
+	err        error
+}
+
+// checkInvalid checks the errors of calls.
+func checkInvalid(t *testing.T, calls []invalidCall) {
+	t.Helper()
+	for _, c := range calls {
+		if !errors.Is(c.err, store.ErrInvalid) || !strings.Contains(c.err.Error(), c.want) {
+			t.Errorf("%s: %v, want ErrInvalid naming %q", c.name, c.err, c.want)
+		}
+	}
 }
 
 // inRolledBackTx runs fn in a caller's transaction on s's database, with
