@@ -37,10 +37,7 @@ var syntaxDocs = []search.Doc{
 func testQuerySyntax(t *testing.T, h Harness) {
 	ix := h.Open(t)
 	put(t, ix, syntaxDocs...)
-	for _, tc := range []struct {
-		query string
-		want  []string
-	}{
+	findsEach(t, ix, []finding{
 		{`quick brown`, []string{"a", "b"}},           // words ANDed, any order
 		{`brown   quick`, []string{"a", "b"}},         // any order
 		{`quick zebra`, nil},                          // every word must match
@@ -72,9 +69,7 @@ func testQuerySyntax(t *testing.T, h Harness) {
 		{`   quick    `, []string{"a", "b"}},          // surrounding space
 		{"quick\tbrown\nfox\x00", []string{"a", "b"}}, // control characters are spaces
 		{`(quick) [brown]`, []string{"a", "b"}},       // brackets are punctuation
-	} {
-		finds(t, ix, tc.query, tc.want)
-	}
+	})
 }
 
 // testPunctuation checks that the words of a query split where those of
@@ -86,10 +81,7 @@ func testPunctuation(t *testing.T, h Harness) {
 		search.Doc{ID: "ops", Body: "Mail alice@example.com about /var/log/syslog on db-01.internal; see https://wiki.example.org/runbooks/disk-full?x=1. Pi is 3.14, v2.5.1 ships."},
 		search.Doc{ID: "other", Body: "Nothing of the kind: example text about logs."},
 	)
-	for _, tc := range []struct {
-		query string
-		want  []string
-	}{
+	findsEach(t, ix, []finding{
 		{`alice`, []string{"ops"}},
 		{`alice@example.com`, []string{"ops"}},
 		{`"example com"`, []string{"ops"}},
@@ -106,9 +98,7 @@ func testPunctuation(t *testing.T, h Harness) {
 		{`14`, []string{"ops"}},
 		{`v2.5.1`, []string{"ops"}},
 		{`example`, []string{"ops", "other"}},
-	} {
-		finds(t, ix, tc.query, tc.want)
-	}
+	})
 }
 
 func testStems(t *testing.T, h Harness) {

@@ -143,6 +143,20 @@ func finds(t *testing.T, ix search.Index, query string, want []string, why ...st
 	}
 }
 
+// finding is a query and the ids of the documents it must find.
+type finding struct {
+	query string
+	want  []string
+}
+
+// findsEach checks each finding with finds.
+func findsEach(t *testing.T, ix search.Index, fs []finding) {
+	t.Helper()
+	for _, f := range fs {
+		finds(t, ix, f.query, f.want)
+	}
+}
+
 // ranks checks that query finds the documents want, in that order.
 func ranks(t *testing.T, ix search.Index, query string, want ...string) {
 	t.Helper()
