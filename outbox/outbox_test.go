@@ -22,6 +22,7 @@ import (
 	"github.com/weirhq/weir/resilience/breaker"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/store/sqlite"
+	"github.com/weirhq/weir/store/storetest"
 )
 
 var t0 = time.Date(2026, 1, 21, 15, 30, 0, 0, time.UTC)
@@ -318,13 +319,7 @@ func TestRunKeepsKeyOrderThroughFailures(t *testing.T) {
 		c.Breaker = br
 	})
 	const n = 400
-	msgs := make([]store.OutboxMessage, n)
-	for i := range msgs {
-		msgs[i] = store.OutboxMessage{Topic: "t", Key: fmt.Sprint("k", i%6)}
-		if i%5 == 0 {
-			msgs[i].Key = ""
-		}
-	}
+	msgs := storetest.KeyedMessages(n, 6, 5)
 	ids := addInTx(t, s, time.Now(), true, msgs...)
 	runUntilCleanup(t, r)
 	eventually.True(t, fmt.Sprintf("all %d messages published", n), 30*time.Second, func() (bool, string) {
@@ -462,10 +457,7 @@ func TestRunLeavesNoGoroutinesWhenItStops(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
-	msgs := make([]store.OutboxMessage, 50)
-	for i := range msgs {
-		msgs[i] = store.OutboxMessage{Topic: "t", Key: fmt.Sprint("k", i%4)}
-	}
+	msgs := storetest.KeyedMessages(50, 4, 0)
 	addInTx(t, s, time.Now(), true, msgs...)
 	eventually.True(t, "all 50 messages published", 20*time.Second, func() (bool, string) {
 		n := len(b.ids())

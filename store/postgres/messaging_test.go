@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/store/storetest"
 	"github.com/weirhq/weir/weirtype"
 )
 
@@ -26,13 +27,7 @@ func TestOutboxKeyOrderUnderRacingRelays(t *testing.T) {
 	s := migrated(t)
 	ctx := context.Background()
 	const n, keys = 600, 5
-	msgs := make([]store.OutboxMessage, n)
-	for i := range msgs {
-		msgs[i] = store.OutboxMessage{Topic: "t", Key: fmt.Sprint("k", i%keys)}
-		if i%4 == 0 {
-			msgs[i].Key = ""
-		}
-	}
+	msgs := storetest.KeyedMessages(n, keys, 4)
 	ids, err := s.Executor().AddOutbox(ctx, now, msgs)
 	if err != nil {
 		t.Fatal(err)

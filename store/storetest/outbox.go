@@ -40,6 +40,20 @@ func claimOutbox(t *testing.T, ex store.Executor, at time.Time, owner string, li
 	return ms
 }
 
+// KeyedMessages returns n outbox messages of the topic t: message i has
+// the key k<i%keys>, except every unkeyedEvery-th from the first, which
+// has none (unkeyedEvery 0: every message has a key).
+func KeyedMessages(n, keys, unkeyedEvery int) []store.OutboxMessage {
+	msgs := make([]store.OutboxMessage, n)
+	for i := range msgs {
+		msgs[i] = store.OutboxMessage{Topic: "t", Key: fmt.Sprint("k", i%keys)}
+		if unkeyedEvery > 0 && i%unkeyedEvery == 0 {
+			msgs[i].Key = ""
+		}
+	}
+	return msgs
+}
+
 func outboxIDs(ms []*weirtype.OutboxMessage) []int64 {
 	out := make([]int64, len(ms))
 	for i, m := range ms {
@@ -172,13 +186,7 @@ func testOutboxConcurrent(t *testing.T, h Harness) {
 	s := migrated(t, h)
 	ex := s.Executor()
 	const n = 300
-	msgs := make([]store.OutboxMessage, n)
-	for i := range msgs {
-		msgs[i] = store.OutboxMessage{Topic: "t", Key: fmt.Sprint("k", i%7)}
-		if i%3 == 0 {
-			msgs[i].Key = ""
-		}
-	}
+	msgs := KeyedMessages(n, 7, 3)
 	addOutbox(t, ex, now, msgs...)
 	var (
 		mu   sync.Mutex
