@@ -90,20 +90,15 @@ func (e executor) ExpireDeadlines(ctx context.Context, now time.Time, limit int)
 // returns the jobs earliest deadline first, then by id: RETURNING gives
 // the rows in no promised order.
 func scanExpired(rows *sql.Rows) ([]store.JobRef, error) {
-	defer rows.Close()
 	type expired struct {
 		store.JobRef
 		deadline int64
 	}
-	var got []expired
-	for rows.Next() {
-		var x expired
-		if err := rows.Scan(&x.ID, &x.Kind, &x.Queue, &x.deadline); err != nil {
-			return nil, err
-		}
-		got = append(got, x)
-	}
-	if err := rows.Err(); err != nil {
+	got, err := scanRows(rows, nil, func(row scanner) (x expired, err error) {
+		err = row.Scan(&x.ID, &x.Kind, &x.Queue, &x.deadline)
+		return x, err
+	})
+	if err != nil {
 		return nil, err
 	}
 	slices.SortFunc(got, func(a, b expired) int {
@@ -348,22 +343,13 @@ func (e executor) CountJobs(ctx context.Context, stuckBefore time.Time) ([]store
 	if err := checkBefore(stuckBefore); err != nil {
 		return nil, fmt.Errorf("count jobs: %w", err)
 	}
-	rows, err := e.reader().QueryContext(ctx, countJobs, encodeTime(stuckBefore))
-	if err != nil {
-		return nil, fmt.Errorf("count jobs: %w", err)
-	}
-	defer rows.Close()
-	var counts []store.JobCount
-	for rows.Next() {
-		var c store.JobCount
+	counts, err := queryAll(ctx, e.reader(), countJobs, []any{encodeTime(stuckBefore)}, func(row scanner) (c store.JobCount, err error) {
 		var state string
-		if err := rows.Scan(&c.Queue, &c.Kind, &state, &c.Count, &c.Stuck); err != nil {
-			return nil, fmt.Errorf("count jobs: %w", err)
-		}
+		err = row.Scan(&c.Queue, &c.Kind, &state, &c.Count, &c.Stuck)
 		c.State = weirtype.State(state)
-		counts = append(counts, c)
-	}
-	if err := rows.Err(); err != nil {
+		return c, err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("count jobs: %w", err)
 	}
 	return counts, nil

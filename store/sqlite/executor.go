@@ -260,8 +260,13 @@ func queryAll[T any](ctx context.Context, db interface {
 	if err != nil {
 		return nil, err
 	}
+	return scanRows(rows, nil, scan)
+}
+
+// scanRows reads and closes rows, appending each row to out as scan reads
+// it.
+func scanRows[T any](rows *sql.Rows, out []T, scan func(scanner) (T, error)) ([]T, error) {
 	defer rows.Close()
-	var out []T
 	for rows.Next() {
 		v, err := scan(rows)
 		if err != nil {

@@ -152,30 +152,15 @@ func checkClaim(p store.ClaimParams) error {
 
 // scanJobs reads and closes rows of jobColumns.
 func scanJobs(rows *sql.Rows, capacity int) ([]*weirtype.Job, error) {
-	defer rows.Close()
-	jobs := make([]*weirtype.Job, 0, capacity)
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, err
-		}
-		jobs = append(jobs, j)
-	}
-	return jobs, rows.Err()
+	return scanRows(rows, make([]*weirtype.Job, 0, capacity), scanJob)
 }
 
 // scanIDs reads and closes rows of one integer column.
 func scanIDs(rows *sql.Rows) ([]int64, error) {
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return scanRows(rows, nil, func(row scanner) (id int64, err error) {
+		err = row.Scan(&id)
+		return id, err
+	})
 }
 
 // idList is ids as a JSON array, for "id IN (SELECT value FROM
