@@ -359,6 +359,11 @@ func NewClient(cfg Config) (*Client, error) {
 			done:  make(chan struct{}, q.MaxWorkers),
 		}
 	}
+	for _, r := range kinds {
+		if r.cfg.limited() {
+			c.producers[r.cfg.Queue].limited = true
+		}
+	}
 	return c, nil
 }
 

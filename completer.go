@@ -267,7 +267,22 @@ func (c *Client) writeCompletions(xs []completion) error {
 		}
 		c.forget(l.ID, x.run)
 	}
+	c.wakeLimited(xs)
 	return nil
+}
+
+// wakeLimited wakes the producers of the limited queues of xs, whose
+// successes were just written: their limits may have room again.
+func (c *Client) wakeLimited(xs []completion) {
+	var last string
+	for _, x := range xs {
+		if x.queue != last {
+			if p := c.producers[x.queue]; p != nil && p.limited {
+				c.wake(x.queue)
+			}
+			last = x.queue
+		}
+	}
 }
 
 // logBatchIDs is the most job ids a line about a batch of completions

@@ -33,8 +33,11 @@ const (
 type producer struct {
 	queue string
 	max   int
-	wake  chan struct{} // an insert made a job: claim now
+	wake  chan struct{} // an insert made a job, or a limit may have room: claim now
 	done  chan struct{} // a job finished: a slot is free (capacity max)
+	// limited: a kind of the queue has a MaxRunning or a Rate, so that a
+	// claim may come back short while jobs wait.
+	limited bool
 }
 
 // wake wakes the producer of queue, if this client works it.
@@ -52,7 +55,10 @@ func (c *Client) wake(queue string) {
 // finds fewer jobs than it asked for, the queue is empty: freed slots no
 // longer wake the producer, which waits for an insert, a retry due at
 // once (finish wakes it) or the poll, so that an idle queue does not cost
-// a claim per finished job.
+// a claim per finished job. In a limited queue a short claim may mean a
+// limit without room, which the attempts of the kind free as they end:
+// there freed slots still wake the producer, and so does the completer
+// once it has written the successes of the queue's jobs.
 //
 // While claims fail (the store is down) it waits longer after each, up to
 // backoff.PollCap, so that an outage is not met with a claim and a log
@@ -110,7 +116,7 @@ func (c *Client) produce(p *producer) {
 			empty = len(jobs) < free
 		}
 		done := p.done
-		if empty {
+		if empty && !p.limited {
 			done = nil
 		}
 		t := c.clock.NewTimer(backoff.PollDelay(c.cfg.PollEvery, fails))
