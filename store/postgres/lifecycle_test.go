@@ -45,20 +45,13 @@ func TestRescueRecordsTheExpiredLease(t *testing.T) {
 		t.Fatalf("rescue: %v %v %v", rescued, dead, err)
 	}
 	want := weirtype.AttemptError{Attempt: 1, At: at, Message: "lease held by w1 expired at 2026-01-21T15:30:01.5Z", Type: weirtype.ErrorTypeLeaseExpired}
-	got, err := ex.GetJob(ctx, retry.ID)
-	if err != nil || len(got.Errors) != 1 || got.Errors[0] != want {
-		t.Fatalf("rescued job's errors %+v, %v; want [%+v]", got.Errors, err, want)
-	}
+	got := jobWithError(t, ex, retry.ID, want)
 	if got.State != weirtype.StateAvailable || !got.ScheduledAt.Equal(at) || !got.UpdatedAt.Equal(at) || !got.LeaseExpiresAt.IsZero() {
 		t.Fatalf("rescued job %+v", *got)
 	}
 
 	wantDead := weirtype.AttemptError{Attempt: 1, At: at, Message: "lease held by w2 expired at 2026-01-21T15:31:00.00025Z", Type: weirtype.ErrorTypeLeaseExpired}
-	dls, err := ex.ListDeadLetters(ctx, store.DeadLetterFilter{})
-	if err != nil || len(dls) != 1 {
-		t.Fatalf("dead letters %+v, %v", dls, err)
-	}
-	dl := dls[0]
+	dl := onlyDeadLetter(t, ex)
 	if dl.JobID != spent.ID || dl.Kind != "extract" || dl.Queue != "b" || dl.Source != "in/x.txt" || dl.IdempotencyKey != "x" ||
 		dl.Attempts != 1 || dl.LastError != wantDead.Message || dl.ErrorType != weirtype.ErrorTypeLeaseExpired ||
 		dl.Reason != weirtype.AbandonMaxAttempts || len(dl.Errors) != 1 || dl.Errors[0] != wantDead ||
@@ -82,14 +75,32 @@ func TestConcurrentRescueHandlesEachJobOnce(t *testing.T) {
 	}
 	sweepEachOnce(t, "rescue", rescuers, jobs, func() ([]int64, error) {
 		rescued, dead, err := s.Executor().RescueExpired(ctx, now.Add(time.Minute), 7)
-		var ids []int64
-		for _, j := range append(rescued, dead...) {
-			ids = append(ids, j.ID)
-		}
-		return ids, err
+		return store.IDsOf(append(rescued, dead...)), err
 	})
 	wantCount(t, s, "SELECT count(*) FROM weir_jobs WHERE jsonb_array_length(errors) <> 1", 0)
 	wantCount(t, s, "SELECT count(*) FROM weir_dead_letters", jobs/2)
+}
+
+// jobWithError returns job id, failing the test unless want is its one
+// recorded error.
+func jobWithError(t *testing.T, ex store.Executor, id int64, want weirtype.AttemptError) *weirtype.Job {
+	t.Helper()
+	got, err := ex.GetJob(context.Background(), id)
+	if err != nil || len(got.Errors) != 1 || got.Errors[0] != want {
+		t.Fatalf("job %d's errors %+v, %v; want [%+v]", id, got.Errors, err, want)
+	}
+	return got
+}
+
+// onlyDeadLetter returns the one dead letter of ex's store, failing the
+// test if there is none or more than one.
+func onlyDeadLetter(t *testing.T, ex store.Executor) *weirtype.DeadLetter {
+	t.Helper()
+	dls, err := ex.ListDeadLetters(context.Background(), store.DeadLetterFilter{})
+	if err != nil || len(dls) != 1 {
+		t.Fatalf("dead letters %+v, %v", dls, err)
+	}
+	return dls[0]
 }
 
 // sweepEachOnce runs sweep on sweepers goroutines at once, each until it
@@ -148,18 +159,11 @@ func TestExpireRecordsTheDeadline(t *testing.T) {
 		t.Fatalf("expire: %v, %v", ids, err)
 	}
 	want := weirtype.AttemptError{Attempt: 1, At: at, Message: "deadline 2026-01-21T15:50:00.5Z passed before the job completed", Type: weirtype.ErrorTypeDeadlineExceeded}
-	got, err := ex.GetJob(ctx, j.ID)
-	if err != nil || len(got.Errors) != 1 || got.Errors[0] != want {
-		t.Fatalf("expired job's errors %+v, %v; want [%+v]", got.Errors, err, want)
-	}
+	got := jobWithError(t, ex, j.ID, want)
 	if got.LeaseOwner != "w1" || !got.LeaseExpiresAt.IsZero() || !got.UpdatedAt.Equal(at) {
 		t.Fatalf("expired job %+v", *got)
 	}
-	dls, err := ex.ListDeadLetters(ctx, store.DeadLetterFilter{})
-	if err != nil || len(dls) != 1 {
-		t.Fatalf("dead letters %+v, %v", dls, err)
-	}
-	if dl := dls[0]; dl.JobID != j.ID || dl.Attempts != 1 || dl.LastError != want.Message || dl.Reason != weirtype.AbandonDeadline ||
+	if dl := onlyDeadLetter(t, ex); dl.JobID != j.ID || dl.Attempts != 1 || dl.LastError != want.Message || dl.Reason != weirtype.AbandonDeadline ||
 		len(dl.Errors) != 1 || dl.Errors[0] != want {
 		t.Fatalf("dead letter %+v", *dl)
 	}
@@ -240,32 +244,6 @@ func TestConcurrentCompleteLateStoresOne(t *testing.T) {
 	wantCount(t, s, "SELECT count(*) FROM weir_dead_letters", 1)
 }
 
-// A purge deletes a dead job but keeps its late result, a record of what
-// the attempt returned, which can then no longer be accepted.
-func TestPurgeKeepsLateResults(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	ex := migratedExecutor(t)
-	j := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "purged", DeadlineAt: now})
-	lr, _, err := ex.CompleteLate(ctx, now.Add(time.Minute), store.LeaseOf(j))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, err := ex.PurgeDeadLetters(ctx, store.DeadLetterFilter{}); err != nil || n != 1 {
-		t.Fatalf("purge: %d, %v", n, err)
-	}
-	if _, err := ex.GetJob(ctx, j.ID); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("purged job: %v, want ErrNotFound", err)
-	}
-	got, err := ex.ListLateResults(ctx, store.LateResultFilter{JobID: j.ID})
-	if err != nil || len(got) != 1 || got[0].ID != lr.ID {
-		t.Fatalf("late results after a purge: %v, %v", got, err)
-	}
-	if _, err := ex.AcceptLateResult(ctx, now.Add(time.Hour), lr.ID); !errors.Is(err, store.ErrConflict) {
-		t.Fatalf("accept of a purged job's result: %v, want ErrConflict", err)
-	}
-}
-
 func claimOne(t *testing.T, ex store.Executor, p store.InsertParams) *weirtype.Job {
 	t.Helper()
 	insert(t, ex, p)
@@ -297,9 +275,8 @@ func TestFailRecordsTextPostgresCannotStore(t *testing.T) {
 			t.Fatalf("errors %+v, want [%+v]", got.Errors, want)
 		}
 	}
-	dls, err := ex.ListDeadLetters(ctx, store.DeadLetterFilter{})
-	if err != nil || len(dls) != 1 || dls[0].LastError != "bad\uFFFDbyte \uFFFD" || dls[0].ErrorType != "*T\uFFFD" {
-		t.Fatalf("dead letters %+v, %v", dls, err)
+	if dl := onlyDeadLetter(t, ex); dl.LastError != "bad\uFFFDbyte \uFFFD" || dl.ErrorType != "*T\uFFFD" {
+		t.Fatalf("dead letter %+v", *dl)
 	}
 }
 
@@ -319,9 +296,7 @@ func TestLifecycleInCallersTransaction(t *testing.T) {
 		if _, dead, err := ex.RescueExpired(ctx, now.Add(time.Minute), 10); err != nil || !slices.Equal(store.IDsOf(dead), []int64{j.ID}) {
 			t.Fatalf("rescue in the transaction: %v, %v", dead, err)
 		}
-		if dls, err := ex.ListDeadLetters(ctx, store.DeadLetterFilter{}); err != nil || len(dls) != 1 {
-			t.Fatalf("dead letters in the transaction: %v, %v", dls, err)
-		}
+		onlyDeadLetter(t, ex)
 	})
 	if got, err := s.Executor().GetJob(ctx, j.ID); err != nil || got.State != weirtype.StateAvailable || got.Attempt != 0 || len(got.Errors) != 0 {
 		t.Fatalf("after rollback: %+v, %v", got, err)

@@ -18,6 +18,7 @@ func deadlineCases() []suiteCase {
 		{"CompleteLateAfterExpiry", testCompleteLateAfterExpiry},
 		{"AcceptLateResult", testAcceptLateResult},
 		{"AcceptLateResultOfARequeuedJob", testAcceptLateResultConflict},
+		{"LateResultOutlivesAPurge", testLateResultPurged},
 		{"ListStuck", testListStuck},
 		{"RequeueClearsTheDeadlineAndRecordsItself", testRequeueAfterDeadline},
 		{"CountJobs", testCountJobs},
@@ -174,11 +175,7 @@ func testAcceptLateResult(t *testing.T, h Harness) {
 	ctx := context.Background()
 	var results []*weirtype.LateResult
 	for i, kind := range []string{"a", "b", "a"} {
-		j := claimOne(t, ex, store.InsertParams{Kind: kind, Queue: "acc" + string(rune('0'+i)), DeadlineAt: now}, "w1")
-		lr, _, err := ex.CompleteLate(ctx, now.Add(time.Minute), store.LeaseOf(j))
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, lr := lateResult(t, ex, store.InsertParams{Kind: kind, Queue: "acc" + string(rune('0'+i))})
 		results = append(results, lr)
 	}
 	at := now.Add(time.Hour)
@@ -227,11 +224,7 @@ func testAcceptLateResult(t *testing.T, h Harness) {
 func testAcceptLateResultConflict(t *testing.T, h Harness) {
 	ex := migratedExecutor(t, h)
 	ctx := context.Background()
-	j := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "conflict", DeadlineAt: now}, "w1")
-	lr, _, err := ex.CompleteLate(ctx, now.Add(time.Minute), store.LeaseOf(j))
-	if err != nil {
-		t.Fatal(err)
-	}
+	j, lr := lateResult(t, ex, store.InsertParams{Kind: "k", Queue: "conflict"})
 	if _, err := ex.RequeueDeadLetters(ctx, now.Add(2*time.Minute), store.DeadLetterFilter{IDs: nil, Kind: "k"}); err != nil {
 		t.Fatal(err)
 	}
@@ -244,6 +237,43 @@ func testAcceptLateResultConflict(t *testing.T, h Harness) {
 	if got, err := ex.ListLateResults(ctx, store.LateResultFilter{Pending: true}); err != nil || len(got) != 1 {
 		t.Fatalf("a refused accept changed the result: %v, %v", got, err)
 	}
+}
+
+// testLateResultPurged: purging the dead letter of a job with a late
+// result deletes the job but keeps the result, a record of what the
+// attempt returned, which can then no longer be accepted.
+func testLateResultPurged(t *testing.T, h Harness) {
+	ex := migratedExecutor(t, h)
+	ctx := context.Background()
+	j, lr := lateResult(t, ex, store.InsertParams{Kind: "k", Queue: "purged"})
+	if n, err := ex.PurgeDeadLetters(ctx, store.DeadLetterFilter{}); err != nil || n != 1 {
+		t.Fatalf("purge: %d, %v", n, err)
+	}
+	if _, err := ex.GetJob(ctx, j.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("purged job: %v, want ErrNotFound", err)
+	}
+	if got, err := ex.ListLateResults(ctx, store.LateResultFilter{JobID: j.ID}); err != nil || len(got) != 1 || got[0].ID != lr.ID {
+		t.Fatalf("late results after a purge: %v, %v", got, err)
+	}
+	if _, err := ex.AcceptLateResult(ctx, now.Add(time.Hour), lr.ID); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("accept of a purged job's result: %v, want ErrConflict", err)
+	}
+	if got, err := ex.ListLateResults(ctx, store.LateResultFilter{JobID: j.ID, Pending: true}); err != nil || len(got) != 1 || got[0].ID != lr.ID {
+		t.Fatalf("late results after the refused accept: %v, %v; want the pending one", got, err)
+	}
+}
+
+// lateResult claims a job of p (due by now) for w1 and completes it late,
+// a minute after now, and returns it and its late result.
+func lateResult(t *testing.T, ex store.Executor, p store.InsertParams) (*weirtype.Job, *weirtype.LateResult) {
+	t.Helper()
+	p.DeadlineAt = now
+	j := claimOne(t, ex, p, "w1")
+	lr, _, err := ex.CompleteLate(context.Background(), now.Add(time.Minute), store.LeaseOf(j))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j, lr
 }
 
 func testListStuck(t *testing.T, h Harness) {
