@@ -153,17 +153,9 @@ func (e executor) RequeueDeadLetters(ctx context.Context, now time.Time, f store
 	WHERE id IN (SELECT letters.id FROM letters JOIN requeued ON requeued.id = letters.job_id)
 ), ` + wokenCTE(e.s.channel, "requeued") + `
 SELECT id FROM requeued WHERE ` + readWoken
-	var ids []int64
-	err = e.run(ctx, func(q querier) error {
-		rows, err := q.Query(ctx, sql, args...)
-		if err != nil {
-			return err
-		}
-		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-		return err
-	})
+	ids, err := e.queryIDs(ctx, op, sql, args...)
 	if err != nil {
-		return nil, dbError(op, err)
+		return nil, err
 	}
 	slices.Sort(ids)
 	return ids, nil

@@ -246,6 +246,24 @@ func (e executor) run(ctx context.Context, fn func(q querier) error) error {
 	}
 }
 
+// queryIDs runs sql with args as run does and returns the ids of its
+// rows, the error wrapped as op's.
+func (e executor) queryIDs(ctx context.Context, op, sql string, args ...any) ([]int64, error) {
+	var ids []int64
+	err := e.run(ctx, func(q querier) error {
+		rows, err := q.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		return err
+	})
+	if err != nil {
+		return nil, dbError(op, err)
+	}
+	return ids, nil
+}
+
 // dbError wraps the error of op. PostgreSQL's data exceptions (class 22:
 // a NUL byte in a text, a time out of range) are the caller's bad
 // parameter, so they also wrap store.ErrInvalid.
@@ -423,17 +441,9 @@ func (e executor) CompleteMany(ctx context.Context, now time.Time, leases []stor
 	if len(leases) == 0 {
 		return nil, nil
 	}
-	var done []int64
-	err := e.run(ctx, func(q querier) error {
-		rows, err := q.Query(ctx, e.s.sql.completeMany, ids, owners, attempts, micro(now))
-		if err != nil {
-			return err
-		}
-		done, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-		return err
-	})
+	done, err := e.queryIDs(ctx, op, e.s.sql.completeMany, ids, owners, attempts, micro(now))
 	if err != nil {
-		return nil, dbError(op, err)
+		return nil, err
 	}
 	return notDone(leases, done), nil
 }
@@ -621,17 +631,9 @@ func (e executor) ReleaseOwnedExcept(ctx context.Context, now time.Time, owner s
 	ids, owners, attempts := leaseArrays(keep)
 	now = micro(now)
 	msg := "released by " + owner + ", which claimed it but does not run it (the claim's reply was lost); the attempt is given back"
-	var released []int64
-	err := e.run(ctx, func(q querier) error {
-		rows, err := q.Query(ctx, e.s.sql.releaseExcept, now, owner, true, timeText(now), storable(msg), ids, owners, attempts)
-		if err != nil {
-			return err
-		}
-		released, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-		return err
-	})
+	released, err := e.queryIDs(ctx, op, e.s.sql.releaseExcept, now, owner, true, timeText(now), storable(msg), ids, owners, attempts)
 	if err != nil {
-		return nil, dbError(op, err)
+		return nil, err
 	}
 	slices.Sort(released)
 	return released, nil
@@ -649,17 +651,9 @@ func (e executor) ReleaseOwned(ctx context.Context, now time.Time, owner string,
 	if giveBack {
 		msg = "released by " + owner + "; the attempt is given back"
 	}
-	var ids []int64
-	err := e.run(ctx, func(q querier) error {
-		rows, err := q.Query(ctx, e.s.sql.release, now, owner, giveBack, timeText(now), storable(msg))
-		if err != nil {
-			return err
-		}
-		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-		return err
-	})
+	ids, err := e.queryIDs(ctx, op, e.s.sql.release, now, owner, giveBack, timeText(now), storable(msg))
 	if err != nil {
-		return nil, dbError(op, err)
+		return nil, err
 	}
 	slices.Sort(ids)
 	return ids, nil

@@ -172,17 +172,9 @@ func (e executor) AddOutbox(ctx context.Context, now time.Time, msgs []store.Out
 	if len(msgs) == 0 {
 		return []int64{}, nil
 	}
-	var ids []int64
-	err := e.run(ctx, func(q querier) error {
-		rows, err := q.Query(ctx, e.s.sql.addOutbox, topics, keys, payloads, headers, micro(now))
-		if err != nil {
-			return err
-		}
-		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-		return err
-	})
+	ids, err := e.queryIDs(ctx, op, e.s.sql.addOutbox, topics, keys, payloads, headers, micro(now))
 	if err != nil {
-		return nil, dbError(op, err)
+		return nil, err
 	}
 	if len(ids) != len(msgs) {
 		return nil, fmt.Errorf("postgres: %s: %d ids returned for %d messages", op, len(ids), len(msgs))

@@ -82,17 +82,9 @@ func (e executor) CompleteOutputs(ctx context.Context, now time.Time, cs []store
 	}
 	ids, owners, attempts := leaseArrays(leases)
 	q := newResultsQueries(e.s.sql.schema)
-	var done []int64
-	err := e.run(ctx, func(db querier) error {
-		rows, err := db.Query(ctx, q.completeOutputs, ids, owners, attempts, micro(now), outputs)
-		if err != nil {
-			return err
-		}
-		done, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-		return err
-	})
+	done, err := e.queryIDs(ctx, op, q.completeOutputs, ids, owners, attempts, micro(now), outputs)
 	if err != nil {
-		return nil, dbError(op, err)
+		return nil, err
 	}
 	return notDone(leases, done), nil
 }
