@@ -23,16 +23,21 @@ import (
 
 func ok(context.Context, *weir.Job[task]) error { return nil }
 
+// sendJobs is a worker that sends each job it runs on ch and succeeds.
+func sendJobs(ch chan<- *weir.Job[task]) weir.Worker[task] {
+	return weir.WorkFunc(func(_ context.Context, j *weir.Job[task]) error {
+		ch <- j
+		return nil
+	})
+}
+
 // An insert through the client wakes its producer: the job runs at once,
 // without the clock moving, and completes.
 func TestInsertRunsToCompletion(t *testing.T) {
 	t.Parallel()
 	eachStore(t, func(t *testing.T, open opener) {
 		seen := make(chan *weir.Job[task], 1)
-		e := newEnvOn(t, open, weir.WorkFunc(func(_ context.Context, j *weir.Job[task]) error {
-			seen <- j
-			return nil
-		}), weir.KindConfig{}, nil).start()
+		e := newEnvOn(t, open, sendJobs(seen), weir.KindConfig{}, nil).start()
 		j := e.insert(task{Name: "doc-1"}, &weir.InsertOpts{Source: "incoming/doc-1", Priority: 3})
 		if j.Queue != weir.DefaultQueue || j.MaxAttempts != weir.DefaultMaxAttempts || j.Source != "incoming/doc-1" || j.Priority != 3 {
 			t.Fatalf("inserted %+v", *j)
@@ -404,10 +409,7 @@ func TestRestartTakesBackItsJobs(t *testing.T) {
 	t.Parallel()
 	eachStore(t, func(t *testing.T, open opener) {
 		ran := make(chan *weir.Job[task], 2)
-		e := newEnvOn(t, open, weir.WorkFunc(func(_ context.Context, j *weir.Job[task]) error {
-			ran <- j
-			return nil
-		}), weir.KindConfig{}, func(c *weir.Config) { c.ID = "A" })
+		e := newEnvOn(t, open, sendJobs(ran), weir.KindConfig{}, func(c *weir.Config) { c.ID = "A" })
 		ex := e.s.Executor()
 		rs, err := ex.Insert(context.Background(), t0, []store.InsertParams{
 			{Kind: "task", Payload: []byte(`{"name":"left"}`), MaxAttempts: 5},

@@ -58,6 +58,26 @@ func (e *env) secondClient(w weir.Worker[task], kc weir.KindConfig) *weir.Client
 	return c
 }
 
+// gatedOnTwoClients starts an env on open and a second client of its
+// store, both running g's work under kc.
+func gatedOnTwoClients(t *testing.T, open opener, g *gate, kc weir.KindConfig) *env {
+	t.Helper()
+	e := newEnvOn(t, open, weir.WorkFunc(g.work), kc, nil).start()
+	e.secondClient(weir.WorkFunc(g.work), kc)
+	return e
+}
+
+// settleAfter advances the clock until cond holds, then five seconds more,
+// a second at a time, in which any attempt a limit let through would
+// start.
+func (e *env) settleAfter(cond func() bool) {
+	e.t.Helper()
+	e.advanceUntil(100*time.Millisecond, cond)
+	for range 5 {
+		e.advance(time.Second)
+	}
+}
+
 // MaxRunning holds across clients: two clients of ten workers each run at
 // most two attempts of the kind between them, and run every job.
 func TestMaxRunningHoldsAcrossClients(t *testing.T) {
@@ -66,16 +86,12 @@ func TestMaxRunningHoldsAcrossClients(t *testing.T) {
 		ctx := context.Background()
 		g := newGate()
 		kc := weir.KindConfig{MaxRunning: 2}
-		e := newEnvOn(t, open, weir.WorkFunc(g.work), kc, nil).start()
-		e.secondClient(weir.WorkFunc(g.work), kc)
+		e := gatedOnTwoClients(t, open, g, kc)
 		var ids []int64
 		for range 6 {
 			ids = append(ids, e.insert(task{}, nil).ID)
 		}
-		e.advanceUntil(100*time.Millisecond, func() bool { return g.running.Load() == 2 })
-		for range 5 {
-			e.advance(time.Second)
-		}
+		e.settleAfter(func() bool { return g.running.Load() == 2 })
 		if n := g.most.Load(); n != 2 {
 			t.Fatalf("%d attempts ran at once, want the limit's 2", n)
 		}
@@ -102,15 +118,11 @@ func TestRateHoldsAcrossClients(t *testing.T) {
 		g := newGate()
 		close(g.release)
 		kc := weir.KindConfig{Rate: weir.Rate{N: 3, Per: time.Hour}}
-		e := newEnvOn(t, open, weir.WorkFunc(g.work), kc, nil).start()
-		e.secondClient(weir.WorkFunc(g.work), kc)
+		e := gatedOnTwoClients(t, open, g, kc)
 		for range 5 {
 			e.insert(task{}, nil)
 		}
-		e.advanceUntil(100*time.Millisecond, func() bool { return g.done.Load() == 3 })
-		for range 5 {
-			e.advance(time.Second)
-		}
+		e.settleAfter(func() bool { return g.done.Load() == 3 })
 		if n := g.done.Load(); n != 3 {
 			t.Fatalf("%d jobs ran in the hour, want the rate's 3", n)
 		}

@@ -54,16 +54,7 @@ func TestPostgresTwoClientsCompleteEachJobOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := c.Stop(sctx); err != nil {
-				t.Errorf("stop %s: %v", id, err)
-			}
-		})
+		startClient(t, c)
 		clients[i] = c
 	}
 	params := make([]weir.InsertManyParams, jobs)
@@ -131,14 +122,7 @@ func TestPostgresNotifyWakesAnotherClientAtCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := worker.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = worker.Stop(sctx)
-	})
+	startClient(t, worker)
 	inserter, err := weir.NewClient(weir.Config{Store: s, ID: "inserter", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
