@@ -10,11 +10,9 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/weirhq/weir/internal/chaos"
@@ -43,8 +41,8 @@ func setupChaos(fs *flag.FlagSet) runFunc {
 	pointList := fs.String("points", "", "comma-separated crash points every kill uses (default: half the kills at any point, half after a random time); one of "+strings.Join(chaos.PointNames(), ", "))
 	ackFirst := fs.Bool("ack-before-commit", false, "run the workers with a planted bug, a consumer that acks before it commits, to check that the harness catches it (the run must report lost documents)")
 	return func(s streams, args []string) error {
-		if len(args) > 0 {
-			return usageError{fmt.Sprintf("unexpected argument %q", args[0])}
+		if err := noArgs(args); err != nil {
+			return err
 		}
 		switch {
 		case (*cuts > 0 || *restarts > 0) && *pg == "":
@@ -104,7 +102,7 @@ func setupChaos(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return fmt.Errorf("find the weir binary to run as the worker: %w", err)
 		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		ctx, stop := commandContext()
 		defer stop()
 		cfg := chaos.Config{Where: chaos.Where{Dir: *dir, Postgres: *pg, Schema: *schema},
 			Docs: *docs, Pages: *pages, PoisonEvery: *poison, Kills: *kills, Seed: *seed,
@@ -139,7 +137,7 @@ func setupChaosWorker(fs *flag.FlagSet) runFunc {
 		if len(args) != 1 {
 			return usageError{"want the run's directory"}
 		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		ctx, stop := commandContext()
 		defer stop()
 		logger := slog.New(slog.NewTextHandler(s.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		w := chaos.Where{Dir: args[0], Postgres: *pg, Schema: *schema, NATS: *natsURL, Topics: *topics}

@@ -67,6 +67,12 @@ type command struct {
 	group bool
 }
 
+// withoutFlags is the setup of a command that declares no flags and runs
+// run.
+func withoutFlags(run runFunc) func(*flag.FlagSet) runFunc {
+	return func(*flag.FlagSet) runFunc { return run }
+}
+
 // commands is the command table, in the order "weir help" lists it. It is
 // a function rather than a package variable so the help command can refer
 // to the table it belongs to and so the package holds no state.
@@ -76,9 +82,7 @@ func commands() []command {
 			name:    "help",
 			summary: "show this help, or the help of one command",
 			usage:   "weir help [command]",
-			setup: func(*flag.FlagSet) runFunc {
-				return runHelp
-			},
+			setup:   withoutFlags(runHelp),
 		},
 		{
 			name:    "config",
@@ -88,9 +92,7 @@ func commands() []command {
 				"value weir cannot use is reported with its name and value, and the command\n" +
 				"exits 2, as every command does for a bad WEIR_ variable. The README's\n" +
 				"configuration table lists every variable.",
-			setup: func(*flag.FlagSet) runFunc {
-				return runConfig
-			},
+			setup: withoutFlags(runConfig),
 		},
 		{
 			name:    "run",
@@ -160,24 +162,8 @@ func commands() []command {
 			setup: setupMigrate,
 			env:   true,
 		},
-		{
-			name:    "dlq",
-			summary: "list, show, export, requeue and purge dead letters",
-			usage:   dlqGroup().usage(),
-			help:    dlqGroup().help(),
-			setup:   dlqGroup().setup,
-			env:     true,
-			group:   true,
-		},
-		{
-			name:    "jobs",
-			summary: "list, show, retry and cancel jobs",
-			usage:   jobsGroup().usage(),
-			help:    jobsGroup().help(),
-			setup:   jobsGroup().setup,
-			env:     true,
-			group:   true,
-		},
+		dlqGroup().command("list, show, export, requeue and purge dead letters"),
+		jobsGroup().command("list, show, retry and cancel jobs"),
 		{
 			name:    "chaos",
 			summary: "kill a weir worker again and again mid-work, then check nothing was lost or done twice",
@@ -206,9 +192,7 @@ func commands() []command {
 			usage:   "weir version",
 			help: "The first line is \"weir <version>\"; the next give the Go version and,\n" +
 				"when the build recorded one, the VCS revision with its commit time.",
-			setup: func(*flag.FlagSet) runFunc {
-				return runVersion
-			},
+			setup: withoutFlags(runVersion),
 		},
 	}
 }
@@ -547,8 +531,8 @@ func runHelp(s streams, args []string) error {
 
 // runConfig is "weir config".
 func runConfig(s streams, args []string) error {
-	if len(args) > 0 {
-		return usageError{fmt.Sprintf("unexpected argument %q", args[0])}
+	if err := noArgs(args); err != nil {
+		return err
 	}
 	cfg, err := envconfig.EventRetry(envconfig.OS)
 	if ee := (*envconfig.Error)(nil); errors.As(err, &ee) {
@@ -572,8 +556,8 @@ func runConfig(s streams, args []string) error {
 
 // runVersion is "weir version".
 func runVersion(s streams, args []string) error {
-	if len(args) > 0 {
-		return usageError{fmt.Sprintf("unexpected argument %q", args[0])}
+	if err := noArgs(args); err != nil {
+		return err
 	}
 	bi, _ := debug.ReadBuildInfo()
 	_, err := io.WriteString(s.stdout, versionText(Version, bi))

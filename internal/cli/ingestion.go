@@ -8,12 +8,9 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
-	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/weirhq/weir/ingest"
@@ -38,8 +35,8 @@ func setupRun(fs *flag.FlagSet) runFunc {
 	adminToken := fs.String("admin-token", "", "bearer `token` the admin API (/api/admin/) requires, and which opens the read API too; required when -listen is not a loopback address (prefer WEIR_ADMIN_TOKEN: a flag shows in ps)")
 	readToken := fs.String("read-token", "", "bearer `token` that opens the read API (search, documents, status, /metrics) but not the admin API; without any token the read API answers only a loopback Host (prefer WEIR_READ_TOKEN)")
 	return func(s streams, args []string) error {
-		if len(args) > 0 {
-			return usageError{fmt.Sprintf("unexpected argument %q", args[0])}
+		if err := noArgs(args); err != nil {
+			return err
 		}
 		if err := checkListen(*listen); err != nil {
 			return err
@@ -71,7 +68,7 @@ func setupRun(fs *flag.FlagSet) runFunc {
 		if *otlp != "" && !ingest.HTTPURL(*otlp) {
 			return flagError("otlp-endpoint", "%q: want an http:// or https:// URL with a host", redact.URL(*otlp))
 		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		ctx, stop := commandContext()
 		defer stop()
 		logger := newLogger(s.stderr, slog.LevelInfo)
 		f.sweepEvery = pipeline.DefaultSweepEvery
@@ -149,7 +146,7 @@ func setupIngest(fs *flag.FlagSet) runFunc {
 		if *source == "" || strings.ContainsAny(*source, `/\`) || strings.HasPrefix(*source, ".") || strings.ContainsFunc(*source, unsafeRune) {
 			return flagError("source", "%q: want a plain folder name under incoming/ (no / or \\, not starting with a dot)", *source)
 		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		ctx, stop := commandContext()
 		defer stop()
 		f.sweepEvery, f.reindexAt = 500*time.Millisecond, pipeline.NoSchedule
 		svc, err := f.open(ctx, openCreate, f.config(newLogger(s.stderr, slog.LevelWarn+1)))
@@ -277,8 +274,8 @@ func setupStatus(fs *flag.FlagSet) runFunc {
 	asJSON := fs.Bool("json", false, "print the status as JSON")
 	stuck := fs.Duration("stuck-after", 10*time.Minute, "how long a job may go before it counts as stuck")
 	return func(s streams, args []string) error {
-		if len(args) > 0 {
-			return usageError{fmt.Sprintf("unexpected argument %q", args[0])}
+		if err := noArgs(args); err != nil {
+			return err
 		}
 		if *stuck <= 0 {
 			return flagError("stuck-after", "%v: want a positive duration such as 10m", *stuck)
@@ -362,10 +359,10 @@ func setupReindex(fs *flag.FlagSet) runFunc {
 	var f serviceFlags
 	f.declare(fs)
 	return func(s streams, args []string) error {
-		if len(args) > 0 {
-			return usageError{fmt.Sprintf("unexpected argument %q", args[0])}
+		if err := noArgs(args); err != nil {
+			return err
 		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		ctx, stop := commandContext()
 		defer stop()
 		svc, err := f.open(ctx, openExisting, f.config(newLogger(s.stderr, slog.LevelError)))
 		if err != nil {

@@ -25,22 +25,9 @@ func limitsSubcommand() subcommand {
 }
 
 func setupJobsLimits(fs *flag.FlagSet) subRun {
-	asJSON := fs.Bool("json", false, "print one JSON object a line instead of a table")
-	return func(ctx context.Context, s streams, sf storeFlags, args []string) error {
-		if err := noArgs(args); err != nil {
-			return err
-		}
-		return withExecutor(ctx, sf, func(ex store.Executor) error {
-			ls, err := ex.ListLimits(ctx)
-			if err != nil {
-				return err
-			}
-			if *asJSON {
-				return writeJSONLines(s.stdout, ls, func(l *weirtype.Limit) any { return admin.LimitOf(l) })
-			}
-			return writeLimits(s.stdout, ls, time.Now())
-		})
-	}
+	return setupListing(fs, func(ctx context.Context, ex store.Executor) ([]*weirtype.Limit, error) { return ex.ListLimits(ctx) },
+		func(l *weirtype.Limit) any { return admin.LimitOf(l) },
+		func(w io.Writer, ls []*weirtype.Limit) error { return writeLimits(w, ls, time.Now()) })
 }
 
 // writeLimits writes ls as a table, the starts counted in the rate's

@@ -48,16 +48,25 @@ func pauseTarget(fs *flag.FlagSet) (queue, kind *string) {
 	return queue, kind
 }
 
+// checkPauseTarget refuses arguments and a missing -queue; verb is what
+// the command does to the queue.
+func checkPauseTarget(args []string, queue, verb string) error {
+	if err := noArgs(args); err != nil {
+		return err
+	}
+	if queue == "" {
+		return flagError("queue", "is required: name the queue to %s", verb)
+	}
+	return nil
+}
+
 func setupJobsPause(fs *flag.FlagSet) subRun {
 	queue, kind := pauseTarget(fs)
 	by := fs.String("by", "", "who pauses, shown with the pause (default the user's login name)")
 	reason := fs.String("reason", "", "why, shown with the pause")
 	return func(ctx context.Context, s streams, sf storeFlags, args []string) error {
-		if err := noArgs(args); err != nil {
+		if err := checkPauseTarget(args, *queue, "pause"); err != nil {
 			return err
-		}
-		if *queue == "" {
-			return flagError("queue", "is required: name the queue to pause")
 		}
 		if *by == "" {
 			*by = os.Getenv("USER")
@@ -80,11 +89,8 @@ func setupJobsResume(fs *flag.FlagSet) subRun {
 	queue, kind := pauseTarget(fs)
 	cause := fs.String("cause", "", "end only the pause of this `cause`: operator, breaker or retry_after (default every cause)")
 	return func(ctx context.Context, s streams, sf storeFlags, args []string) error {
-		if err := noArgs(args); err != nil {
+		if err := checkPauseTarget(args, *queue, "resume"); err != nil {
 			return err
-		}
-		if *queue == "" {
-			return flagError("queue", "is required: name the queue to resume")
 		}
 		if c := weirtype.PauseCause(*cause); c != "" && !c.Valid() {
 			return flagError("cause", "%q: want operator, breaker or retry_after", *cause)
@@ -112,22 +118,10 @@ func setupJobsResume(fs *flag.FlagSet) subRun {
 }
 
 func setupJobsPaused(fs *flag.FlagSet) subRun {
-	asJSON := fs.Bool("json", false, "print one JSON object a line instead of a table")
-	return func(ctx context.Context, s streams, sf storeFlags, args []string) error {
-		if err := noArgs(args); err != nil {
-			return err
-		}
-		return withExecutor(ctx, sf, func(ex store.Executor) error {
-			ps, err := ex.ListPauses(ctx, time.Now())
-			if err != nil {
-				return err
-			}
-			if *asJSON {
-				return writeJSONLines(s.stdout, ps, func(p *weirtype.Pause) any { return admin.PauseOf(p) })
-			}
-			return writePauses(s.stdout, ps)
-		})
-	}
+	return setupListing(fs, func(ctx context.Context, ex store.Executor) ([]*weirtype.Pause, error) {
+		return ex.ListPauses(ctx, time.Now())
+	},
+		func(p *weirtype.Pause) any { return admin.PauseOf(p) }, writePauses)
 }
 
 // pauseTargetName names what p pauses: "queue q" or "kind k of queue q".

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirhq/weir/admin"
 	"github.com/weirhq/weir/deadletter"
 	"github.com/weirhq/weir/internal/teststore"
 	"github.com/weirhq/weir/store"
@@ -370,6 +371,121 @@ func TestJobsRetryCancel(t *testing.T) {
 		code, _, _ := f.run("jobs", args[0], args[1:]...)
 		want(t, "jobs "+strings.Join(args, " "), code, 2, "")
 	}
+}
+
+// weir jobs show prints a running job's progress and a completed job's
+// output.
+func TestJobsShowProgressAndOutput(t *testing.T) {
+	t.Parallel()
+	f := sqliteFixture(t)
+	ctx := context.Background()
+	running := f.claim("parse")
+	at := time.Now().Add(-time.Minute)
+	if err := f.ex.SetProgress(ctx, at, store.LeaseOf(running), weirtype.Progress{Percent: 62.5, Message: "page 25 of 40"}); err != nil {
+		t.Fatal(err)
+	}
+	done := f.claim("parse")
+	if _, err := f.ex.CompleteOutputs(ctx, at, []store.Completion{{Lease: store.LeaseOf(done), Output: json.RawMessage(`{"pages":40}`)}}); err != nil {
+		t.Fatal(err)
+	}
+
+	code, out, _ := f.run("jobs", "show", id(running.ID))
+	want(t, "jobs show of a running job", code, 0, out, `"progress": {`, `"percent": 62.5`, `"message": "page 25 of 40"`, `"attempt": 1`)
+	if strings.Contains(out, `"output"`) {
+		t.Errorf("a running job shows an output:\n%s", out)
+	}
+	code, out, _ = f.run("jobs", "show", id(done.ID))
+	want(t, "jobs show of a completed job", code, 0, out, `"state": "completed"`, `"output": {`, `"pages": 40`)
+	var r jobRecord
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r.Progress != nil || string(r.Output) == "" {
+		t.Errorf("jobs show: %+v, %v", r, err)
+	}
+}
+
+// weir jobs limits lists the limits the clients recorded, with the
+// attempts running, as a table and as JSON lines.
+func TestJobsLimits(t *testing.T) {
+	t.Parallel()
+	f := sqliteFixture(t)
+	code, out, errOut := f.run("jobs", "limits")
+	want(t, "jobs limits of a store without any", code, 0, out+errOut, "no limits")
+	if _, err := f.ex.SetLimit(context.Background(), time.Now(), store.LimitParams{Key: "llm", Kinds: []string{"summarize", "extract"},
+		MaxRunning: 4, Rate: 60, Per: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	f.claim("extract") // an hour ago: its start counts in a window long past
+	code, out, errOut = f.run("jobs", "limits")
+	want(t, "jobs limits", code, 0, out+errOut, "KEY", "llm", "extract,summarize", "1/4", "60 per 1m0s", "0 since ")
+	code, out, errOut = f.run("jobs", "limits", "-json")
+	want(t, "jobs limits -json", code, 0, out+errOut)
+	var l admin.Limit
+	if err := json.Unmarshal([]byte(out), &l); err != nil || l.Key != "llm" || l.Running != 1 || l.MaxRunning != 4 || l.PerSeconds != 60 {
+		t.Fatalf("jobs limits -json printed %s (%v)", out, err)
+	}
+	code, out, errOut = f.run("jobs", "limits", "extra")
+	want(t, "jobs limits with an argument", code, 2, out+errOut)
+}
+
+// weir jobs pause, paused and resume: a paused queue's jobs are not
+// claimed until it is resumed, and bad names are refused with a message
+// that says what is wrong.
+func TestJobsPauseAndResume(t *testing.T) {
+	t.Parallel()
+	f := sqliteFixture(t)
+	f.insert("extract", "docs", 3)
+	claimDocs := func() int {
+		got, err := f.ex.Claim(context.Background(), store.ClaimParams{Now: time.Now(), Queue: "docs", Limit: 10, Owner: "w", LeaseFor: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(got)
+	}
+
+	code, out, errOut := f.run("jobs", "pause", "-queue", "docs", "-kind", "extract", "-by", "alice", "-reason", "LLM quota")
+	want(t, "jobs pause", code, 0, out+errOut, "paused kind extract of queue docs since ")
+	if n := claimDocs(); n != 0 {
+		t.Fatalf("claimed %d jobs of a paused kind", n)
+	}
+	code, out, errOut = f.run("jobs", "paused")
+	want(t, "jobs paused", code, 0, out+errOut, "QUEUE", "docs", "extract", "operator", "alice", "LLM quota")
+	code, out, _ = f.run("jobs", "paused", "-json")
+	var rec admin.Pause
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &rec); code != 0 || err != nil || rec.By != "alice" || rec.Kind != "extract" {
+		t.Fatalf("jobs paused -json: exit %d, %+v, %v:\n%s", code, rec, err, out)
+	}
+
+	code, _, errOut = f.run("jobs", "pause", "-queue", "docs", "-kind", "extrct")
+	want(t, "jobs pause of a mistyped kind", code, 1, errOut, `queue "docs" has no job of kind "extrct"`)
+	code, _, errOut = f.run("jobs", "pause", "-kind", "extract")
+	want(t, "jobs pause without a queue", code, 2, errOut, "-queue")
+	code, _, errOut = f.run("jobs", "resume", "-queue", "docs", "-cause", "whim")
+	want(t, "jobs resume of an unknown cause", code, 2, errOut, "want operator, breaker or retry_after")
+
+	code, out, errOut = f.run("jobs", "resume", "-queue", "docs", "-kind", "extract")
+	want(t, "jobs resume", code, 0, out+errOut, "resumed kind extract of queue docs (operator pause)")
+	if n := claimDocs(); n != 1 {
+		t.Fatalf("claimed %d jobs after the resume, want 1", n)
+	}
+	code, _, errOut = f.run("jobs", "resume", "-queue", "docs", "-kind", "extract")
+	want(t, "jobs resume of what is not paused", code, 1, errOut, "kind extract of queue docs is not paused")
+	code, out, errOut = f.run("jobs", "paused")
+	want(t, "jobs paused with none", code, 0, out+errOut, "no pauses")
+}
+
+// weir status says what is paused, by whom and since when, in text and
+// in JSON.
+func TestStatusShowsPauses(t *testing.T) {
+	t.Parallel()
+	data := filepath.Join(t.TempDir(), "data")
+	docs := writeDocs(t, map[string]string{"bees.txt": "Keeping bees\n\nThe hive swarmed in May."})
+	code, stdout, stderr := run("ingest", docs, "-data", data)
+	want(t, "ingest", code, 0, stdout+stderr)
+	code, stdout, stderr = run("jobs", "pause", "-data", data, "-queue", "default", "-by", "bob", "-reason", "maintenance")
+	want(t, "jobs pause", code, 0, stdout+stderr, "paused queue default")
+	code, stdout, stderr = run("status", "-data", data)
+	want(t, "status", code, 0, stdout+stderr, "paused:       queue default (operator by bob) since ", ": maintenance")
+	code, stdout, _ = run("status", "-data", data, "-json")
+	want(t, "status -json", code, 0, stdout, `"pauses": [`, `"by": "bob"`, `"documents"`)
 }
 
 func TestGroupsRefuseBadSubcommands(t *testing.T) {

@@ -255,8 +255,8 @@ func setupMigrate(fs *flag.FlagSet) runFunc {
 	var sf storeFlags
 	sf.declare(fs)
 	return func(s streams, args []string) error {
-		if len(args) > 0 {
-			return usageError{fmt.Sprintf("unexpected argument %q", args[0])}
+		if err := noArgs(args); err != nil {
+			return err
 		}
 		ctx, stop := commandContext()
 		defer stop()

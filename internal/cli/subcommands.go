@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/weirhq/weir/store"
 )
 
 // A group is a command made of subcommands, such as "weir dlq list". The
@@ -36,6 +38,11 @@ type subcommand struct {
 }
 
 type subRun func(ctx context.Context, s streams, sf storeFlags, args []string) error
+
+// command is the group as a command of weir, with its summary.
+func (g group) command(summary string) command {
+	return command{name: g.name, summary: summary, usage: g.usage(), help: g.help(), setup: g.setup, env: true, group: true}
+}
 
 // usage is the group's synopsis: each subcommand's, one a line.
 func (g group) usage() string {
@@ -132,6 +139,29 @@ func (sc subcommand) writeHelp(w io.Writer, fs *flag.FlagSet) error {
 // queries and closes the store.
 func commandContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// setupListing declares -json on fs and returns a subcommand that lists
+// what list reads from the store, as a table that table writes or, with
+// -json, as JSON lines of each one's record.
+func setupListing[T any](fs *flag.FlagSet, list func(context.Context, store.Executor) ([]T, error), record func(T) any,
+	table func(io.Writer, []T) error) subRun {
+	asJSON := fs.Bool("json", false, "print one JSON object a line instead of a table")
+	return func(ctx context.Context, s streams, sf storeFlags, args []string) error {
+		if err := noArgs(args); err != nil {
+			return err
+		}
+		return withExecutor(ctx, sf, func(ex store.Executor) error {
+			vs, err := list(ctx, ex)
+			if err != nil {
+				return err
+			}
+			if *asJSON {
+				return writeJSONLines(s.stdout, vs, record)
+			}
+			return table(s.stdout, vs)
+		})
+	}
 }
 
 // parseIDs reads positive int64 ids (of jobs or dead letters).
