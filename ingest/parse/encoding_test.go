@@ -57,19 +57,11 @@ func TestTextEncodings(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			docs, err := parse.File("a.txt", tt.data)
-			if err != nil {
-				t.Fatal(err)
+			if d := parseOne(t, "a.txt", tt.data); d.Text != tt.want {
+				t.Errorf("Text = %q, want %q", d.Text, tt.want)
 			}
-			if docs[0].Text != tt.want {
-				t.Errorf("Text = %q, want %q", docs[0].Text, tt.want)
-			}
-			md, err := parse.File("a.md", tt.data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !utf8.ValidString(md[0].Text) || !strings.Contains(md[0].Text, strings.Fields(tt.want)[0]) {
-				t.Errorf("markdown Text = %q, want it to hold %q", md[0].Text, strings.Fields(tt.want)[0])
+			if md := parseOne(t, "a.md", tt.data); !utf8.ValidString(md.Text) || !strings.Contains(md.Text, strings.Fields(tt.want)[0]) {
+				t.Errorf("markdown Text = %q, want it to hold %q", md.Text, strings.Fields(tt.want)[0])
 			}
 		})
 	}
@@ -78,12 +70,8 @@ func TestTextEncodings(t *testing.T) {
 // A Markdown file in Latin-1 keeps its heading as its title.
 func TestMarkdownLatin1Title(t *testing.T) {
 	t.Parallel()
-	docs, err := parse.File("a.md", []byte("# Caf\xe9 cr\xe8me\n\nD\xe9j\xe0 vu.\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if docs[0].Title != "Café crème" || docs[0].Text != "Café crème\n\nDéjà vu." {
-		t.Errorf("got %q %q", docs[0].Title, docs[0].Text)
+	if d := parseOne(t, "a.md", []byte("# Caf\xe9 cr\xe8me\n\nD\xe9j\xe0 vu.\n")); d.Title != "Café crème" || d.Text != "Café crème\n\nDéjà vu." {
+		t.Errorf("got %q %q", d.Title, d.Text)
 	}
 }
 

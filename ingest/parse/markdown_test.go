@@ -1,10 +1,6 @@
 package parse_test
 
-import (
-	"testing"
-
-	"github.com/weirhq/weir/ingest/parse"
-)
+import "testing"
 
 func TestMarkdown(t *testing.T) {
 	t.Parallel()
@@ -125,14 +121,7 @@ func TestMarkdown(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			docs, err := parse.File("doc.md", []byte(tt.src))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(docs) != 1 {
-				t.Fatalf("got %d docs, want 1", len(docs))
-			}
-			d := docs[0]
+			d := parseOne(t, "doc.md", []byte(tt.src))
 			if d.Title != tt.title {
 				t.Errorf("Title = %q, want %q", d.Title, tt.title)
 			}

@@ -197,17 +197,11 @@ func TestMboxBodies(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			docs, err := parse.File("m.mbox", []byte(tt.mbox))
-			if err != nil {
-				t.Fatal(err)
+			d := parseOne(t, "m.mbox", []byte(tt.mbox))
+			if d.Text != tt.text {
+				t.Errorf("Text = %q, want %q", d.Text, tt.text)
 			}
-			if len(docs) != 1 {
-				t.Fatalf("got %d docs, want 1", len(docs))
-			}
-			if docs[0].Text != tt.text {
-				t.Errorf("Text = %q, want %q", docs[0].Text, tt.text)
-			}
-			pe, has := docs[0].Meta["parse_error"]
+			pe, has := d.Meta["parse_error"]
 			switch {
 			case tt.parseError == "" && has:
 				t.Errorf("unexpected parse_error %q", pe)
@@ -267,12 +261,8 @@ func TestMboxWithoutFromLine(t *testing.T) {
 // start.
 func TestMboxFromMidLineIsNotASeparator(t *testing.T) {
 	t.Parallel()
-	docs, err := parse.File("x.mbox", []byte("From a Thu Jan 1 00:00:00 2026\nSubject: s\n\nquote: From here on\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(docs) != 1 || docs[0].Text != "quote: From here on" {
-		t.Fatalf("got %#v", docs)
+	if d := parseOne(t, "x.mbox", []byte("From a Thu Jan 1 00:00:00 2026\nSubject: s\n\nquote: From here on\n")); d.Text != "quote: From here on" {
+		t.Fatalf("got %#v", d)
 	}
 }
 
@@ -283,12 +273,8 @@ func TestMboxUnpaddedBase64(t *testing.T) {
 	// "00" decodes to the byte 0xD3, which is not UTF-8: with no charset
 	// it is read as Windows-1252.
 	for body, want := range map[string]string{"00": "Ó", "aGk": "hi", "aGVsbG8": "hello"} {
-		docs, err := parse.File("x.mbox", []byte("From \nContent-Transfer-Encoding: BASE64\n\n"+body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if docs[0].Text != want || docs[0].Meta["parse_error"] != "" {
-			t.Errorf("body %q: Text %q parse_error %q, want %q", body, docs[0].Text, docs[0].Meta["parse_error"], want)
+		if d := parseOne(t, "x.mbox", []byte("From \nContent-Transfer-Encoding: BASE64\n\n"+body)); d.Text != want || d.Meta["parse_error"] != "" {
+			t.Errorf("body %q: Text %q parse_error %q, want %q", body, d.Text, d.Meta["parse_error"], want)
 		}
 	}
 }

@@ -84,6 +84,19 @@ func TestText(t *testing.T) {
 	}
 }
 
+// parseOne parses data as the file name, which must give one document.
+func parseOne(t *testing.T, name string, data []byte) parse.Doc {
+	t.Helper()
+	docs, err := parse.File(name, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) != 1 {
+		t.Fatalf("%s: got %d docs, want 1: %#v", name, len(docs), docs)
+	}
+	return docs[0]
+}
+
 func sameDoc(a, b parse.Doc) bool {
 	return a.Key == b.Key && a.Title == b.Title && a.Text == b.Text && maps.Equal(a.Meta, b.Meta)
 }
