@@ -60,25 +60,47 @@ func TestRescueRecordsTheExpiredLease(t *testing.T) {
 	}
 }
 
-// Rescuers that run at once never handle one job twice: each expired job
-// is rescued once, with one error recorded.
-func TestConcurrentRescueHandlesEachJobOnce(t *testing.T) {
+// Sweeps that run at once never handle one job twice: each expired lease
+// is rescued once, with one error recorded, and each job past its
+// deadline expired once, with one error and one dead letter.
+func TestConcurrentSweepsHandleEachJobOnce(t *testing.T) {
 	t.Parallel()
+	const jobs, sweepers = 120, 4
 	ctx := context.Background()
-	s := migrated(t)
-	const jobs, rescuers = 120, 4
-	insertBatch(t, s.Executor(), jobs, func(i int) store.InsertParams {
-		return store.InsertParams{Kind: "k", MaxAttempts: 1 + i%2}
-	})
-	if got := claimAt(t, s.Executor(), now, store.DefaultQueue, "w", jobs, time.Second); len(got) != jobs {
-		t.Fatalf("claimed %d jobs, want %d", len(got), jobs)
+	for _, c := range []struct {
+		name        string
+		job         func(i int) store.InsertParams
+		claimed     bool // the jobs are claimed, on a lease of a second, before the sweeps
+		sweep       func(ex store.Executor) ([]int64, error)
+		deadLetters int
+	}{
+		{"rescue", func(i int) store.InsertParams { return store.InsertParams{Kind: "k", MaxAttempts: 1 + i%2} }, true,
+			func(ex store.Executor) ([]int64, error) {
+				rescued, dead, err := ex.RescueExpired(ctx, now.Add(time.Minute), 7)
+				return store.IDsOf(append(rescued, dead...)), err
+			}, jobs / 2},
+		{"expire", func(i int) store.InsertParams {
+			return store.InsertParams{Kind: "k", DeadlineAt: now.Add(time.Duration(i%7) * time.Second)}
+		}, false,
+			func(ex store.Executor) ([]int64, error) {
+				refs, err := ex.ExpireDeadlines(ctx, now.Add(time.Minute), 7)
+				return store.IDsOf(refs), err
+			}, jobs},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s := migrated(t)
+			insertBatch(t, s.Executor(), jobs, c.job)
+			if c.claimed {
+				if got := claimAt(t, s.Executor(), now, store.DefaultQueue, "w", jobs, time.Second); len(got) != jobs {
+					t.Fatalf("claimed %d jobs, want %d", len(got), jobs)
+				}
+			}
+			sweepEachOnce(t, c.name, sweepers, jobs, func() ([]int64, error) { return c.sweep(s.Executor()) })
+			wantCount(t, s, "SELECT count(*) FROM weir_jobs WHERE jsonb_array_length(errors) <> 1", 0)
+			wantCount(t, s, "SELECT count(*) FROM weir_dead_letters", c.deadLetters)
+		})
 	}
-	sweepEachOnce(t, "rescue", rescuers, jobs, func() ([]int64, error) {
-		rescued, dead, err := s.Executor().RescueExpired(ctx, now.Add(time.Minute), 7)
-		return store.IDsOf(append(rescued, dead...)), err
-	})
-	wantCount(t, s, "SELECT count(*) FROM weir_jobs WHERE jsonb_array_length(errors) <> 1", 0)
-	wantCount(t, s, "SELECT count(*) FROM weir_dead_letters", jobs/2)
 }
 
 // jobWithError returns job id, failing the test unless want is its one
@@ -167,24 +189,6 @@ func TestExpireRecordsTheDeadline(t *testing.T) {
 		len(dl.Errors) != 1 || dl.Errors[0] != want {
 		t.Fatalf("dead letter %+v", *dl)
 	}
-}
-
-// Sweeps that run at once never abandon one job twice: each job past its
-// deadline is expired once, with one error and one dead letter.
-func TestConcurrentExpireHandlesEachJobOnce(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	s := migrated(t)
-	const jobs, sweeps = 120, 4
-	insertBatch(t, s.Executor(), jobs, func(i int) store.InsertParams {
-		return store.InsertParams{Kind: "k", DeadlineAt: now.Add(time.Duration(i%7) * time.Second)}
-	})
-	sweepEachOnce(t, "expire", sweeps, jobs, func() ([]int64, error) {
-		refs, err := s.Executor().ExpireDeadlines(ctx, now.Add(time.Minute), 7)
-		return store.IDsOf(refs), err
-	})
-	wantCount(t, s, "SELECT count(*) FROM weir_dead_letters", jobs)
-	wantCount(t, s, "SELECT count(*) FROM weir_jobs WHERE jsonb_array_length(errors) <> 1", 0)
 }
 
 // A late completion of a job without a deadline, or of a held lease whose
