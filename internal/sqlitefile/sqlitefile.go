@@ -27,20 +27,26 @@ const DefaultBusyTimeout = 5 * time.Second
 
 // Defaults checks the fields that the Config of each SQLite file has, and
 // fills their defaults: path must name a file (not empty, not ":memory:",
-// not a file: URI); busy, the busy timeout, must not be negative, and 0
-// becomes DefaultBusyTimeout; a nil logger becomes one that discards.
-// pkg begins the message of an error ("sqlite", "fts"); what names the
-// file ("database file", "index file").
-func Defaults(pkg, what, path string, busy *time.Duration, logger **slog.Logger) error {
-	if path == "" {
+// not a file: URI), and becomes absolute, checked by CheckPath; busy, the
+// busy timeout, must not be negative, and 0 becomes DefaultBusyTimeout; a
+// nil logger becomes one that discards. pkg begins the message of an
+// error ("sqlite", "fts"); what names the file ("database file", "index
+// file").
+func Defaults(pkg, what string, path *string, busy *time.Duration, logger **slog.Logger) error {
+	if *path == "" {
 		return fmt.Errorf("%s: Config.Path is empty: name the %s", pkg, what)
 	}
-	if path == ":memory:" || strings.HasPrefix(path, "file:") {
-		return fmt.Errorf("%s: Config.Path %q: give a file path, not an in-memory database or URI", pkg, path)
+	if *path == ":memory:" || strings.HasPrefix(*path, "file:") {
+		return fmt.Errorf("%s: Config.Path %q: give a file path, not an in-memory database or URI", pkg, *path)
 	}
 	if *busy < 0 {
 		return fmt.Errorf("%s: Config.BusyTimeout %v is negative", pkg, *busy)
 	}
+	abs, err := AbsPath(pkg, what, *path)
+	if err != nil {
+		return err
+	}
+	*path = abs
 	if *busy == 0 {
 		*busy = DefaultBusyTimeout
 	}

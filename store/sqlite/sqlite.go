@@ -44,10 +44,10 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// withDefaults returns c with its defaults filled in, or an error naming
-// the bad field.
+// withDefaults returns c with its defaults filled in and its Path made
+// absolute, or an error naming the bad field.
 func (c Config) withDefaults() (Config, error) {
-	err := sqlitefile.Defaults("sqlite", "database file", c.Path, &c.BusyTimeout, &c.Logger)
+	err := sqlitefile.Defaults("sqlite", "database file", &c.Path, &c.BusyTimeout, &c.Logger)
 	return c, err
 }
 
@@ -77,10 +77,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	path, err := sqlitefile.AbsPath("sqlite", "database file", cfg.Path)
-	if err != nil {
-		return nil, err
-	}
+	path := cfg.Path
 	if err := sqlitefile.CreateFile("sqlite", path); err != nil {
 		return nil, err
 	}

@@ -59,10 +59,10 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// withDefaults returns c with its defaults filled in, or an error naming
-// the bad field.
+// withDefaults returns c with its defaults filled in and its Path made
+// absolute, or an error naming the bad field.
 func (c Config) withDefaults() (Config, error) {
-	err := sqlitefile.Defaults("fts", "index file", c.Path, &c.BusyTimeout, &c.Logger)
+	err := sqlitefile.Defaults("fts", "index file", &c.Path, &c.BusyTimeout, &c.Logger)
 	return c, err
 }
 
@@ -97,10 +97,7 @@ func Open(ctx context.Context, cfg Config) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	path, err := sqlitefile.AbsPath("fts", "index file", cfg.Path)
-	if err != nil {
-		return nil, err
-	}
+	path := cfg.Path
 	ix, reason, err := open(ctx, cfg, path)
 	if err != nil {
 		return nil, err
