@@ -2,23 +2,18 @@ package weir_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
-	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/eventually"
 	"github.com/weirhq/weir/internal/faultproxy"
-	"github.com/weirhq/weir/internal/testenv"
+	"github.com/weirhq/weir/internal/teststore"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/store/postgres"
 	"github.com/weirhq/weir/weirtype"
@@ -58,43 +53,6 @@ func (e *lostReplyEx) Claim(ctx context.Context, p store.ClaimParams) ([]*weirty
 	return nil, fmt.Errorf("claim: read the reply: %w", io.ErrUnexpectedEOF)
 }
 
-// postgresBehindProxy opens a migrated PostgreSQL store in a schema of its
-// own whose connections go through a faultproxy.
-func postgresBehindProxy(t *testing.T) (*postgres.Store, *faultproxy.Proxy) {
-	t.Helper()
-	ctx := context.Background()
-	raw := testenv.Postgres(t)
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := faultproxy.New(u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	u.Host = p.Addr()
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "weirtest_lostclaim_" + hex.EncodeToString(b)
-	s, err := postgres.Open(ctx, postgres.Config{URL: u.String(), Schema: schema, MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		s.Close()
-		direct, err := pgx.Connect(context.Background(), raw)
-		if err == nil {
-			_, _ = direct.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
-			direct.Close(context.Background())
-		}
-	})
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return s, p
-}
-
 // On PostgreSQL, a claim that commits on the server and whose reply is
 // lost to a cut connection leaves its job held by the client, which does
 // not run it. The client gives it back as soon as the claim has failed
@@ -102,7 +60,7 @@ func postgresBehindProxy(t *testing.T) (*postgres.Store, *faultproxy.Proxy) {
 // returned, and runs it well within the lease: no rescue is what runs it.
 func TestPostgresClaimWhoseReplyIsLostRunsAgainWithinALease(t *testing.T) {
 	t.Parallel()
-	pg, proxy := postgresBehindProxy(t)
+	pg, proxy, _ := teststore.PostgresBehindProxy(t, "weirtest_lostclaim_", 4)
 	ls := &lostReplyStore{Store: pg, ex: &lostReplyEx{Executor: pg.Executor(), proxy: proxy, lost: make(chan []*weirtype.Job, 1)}}
 	fc := clock.NewFake(t0)
 	var mu sync.Mutex

@@ -2,8 +2,6 @@ package faultproxy_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -14,12 +12,10 @@ import (
 
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/internal/eventually"
-	"github.com/weirhq/weir/internal/faultproxy"
-	"github.com/weirhq/weir/internal/testenv"
+	"github.com/weirhq/weir/internal/teststore"
 	"github.com/weirhq/weir/ledger"
 	"github.com/weirhq/weir/resilience/backoff"
 	"github.com/weirhq/weir/store"
-	"github.com/weirhq/weir/store/postgres"
 	"github.com/weirhq/weir/weirtype"
 )
 
@@ -34,26 +30,8 @@ func (effectArgs) Kind() string { return "faultproxy.effect" }
 // and each job's effect, through the ledger, happens once.
 func TestEngineRidesOutCutConnections(t *testing.T) {
 	ctx := context.Background()
-	raw := testenv.Postgres(t)
-	p, via := faultproxy.ForURL(t, raw)
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "faultproxy_" + hex.EncodeToString(b)
-	st, err := postgres.Open(ctx, postgres.Config{URL: via, Schema: schema, MaxConns: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	t.Cleanup(func() {
-		direct, err := pgx.Connect(context.Background(), raw)
-		if err == nil {
-			_, _ = direct.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
-			direct.Close(context.Background())
-		}
-	})
-	if _, err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st, p, raw := teststore.PostgresBehindProxy(t, "faultproxy_", 8)
+	schema := st.Schema()
 
 	var (
 		mu      sync.Mutex
@@ -61,7 +39,7 @@ func TestEngineRidesOutCutConnections(t *testing.T) {
 	)
 	led := ledger.New(st.Executor(), nil, slog.New(slog.DiscardHandler))
 	ws := weir.NewWorkers()
-	err = weir.AddWorker(ws, weir.WorkFunc(func(ctx context.Context, j *weir.Job[effectArgs]) error {
+	err := weir.AddWorker(ws, weir.WorkFunc(func(ctx context.Context, j *weir.Job[effectArgs]) error {
 		key := fmt.Sprint("job-", j.Args.N)
 		_, err := led.Do(ctx, store.EffectKey{Txn: key}, ledger.Effect{
 			Run: func(context.Context) (string, error) {

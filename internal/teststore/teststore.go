@@ -1,6 +1,7 @@
 // Package teststore opens the stores of tests: a migrated SQLite file, a
-// migrated PostgreSQL schema of the test's own; and runs a test in a child
-// process that a crash point kills.
+// migrated PostgreSQL schema of the test's own (reached directly or
+// through a faultproxy); and runs a test in a child process that a crash
+// point kills.
 package teststore
 
 import (
@@ -14,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/weirhq/weir/internal/crashpoint"
+	"github.com/weirhq/weir/internal/faultproxy"
 	"github.com/weirhq/weir/internal/testenv"
 	"github.com/weirhq/weir/store/postgres"
 	"github.com/weirhq/weir/store/sqlite"
@@ -88,9 +90,26 @@ func Schema(t testing.TB, url, prefix string) string {
 // PostgreSQL (fails it under WEIR_REQUIRE_SERVICES=1).
 func PostgresStore(t testing.TB, prefix string, maxConns int32) (*postgres.Store, string) {
 	t.Helper()
-	ctx := context.Background()
 	url := testenv.Postgres(t)
-	s, err := postgres.Open(ctx, postgres.Config{URL: url, Schema: Schema(t, url, prefix), MaxConns: maxConns})
+	return openPostgres(t, url, Schema(t, url, prefix), maxConns), url
+}
+
+// PostgresBehindProxy is PostgresStore with the store's connections going
+// through a faultproxy, which the test cuts and restores. It returns the
+// store, the proxy and the server's URL, which reaches it past the proxy.
+func PostgresBehindProxy(t testing.TB, prefix string, maxConns int32) (*postgres.Store, *faultproxy.Proxy, string) {
+	t.Helper()
+	url := testenv.Postgres(t)
+	p, via := faultproxy.ForURL(t, url)
+	return openPostgres(t, via, Schema(t, url, prefix), maxConns), p, url
+}
+
+// openPostgres opens and migrates a PostgreSQL store of url in schema,
+// closed at the test's end.
+func openPostgres(t testing.TB, url, schema string, maxConns int32) *postgres.Store {
+	t.Helper()
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, postgres.Config{URL: url, Schema: schema, MaxConns: maxConns})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,5 +117,5 @@ func PostgresStore(t testing.TB, prefix string, maxConns int32) (*postgres.Store
 	if _, err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return s, url
+	return s
 }
