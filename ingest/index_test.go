@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +21,7 @@ import (
 	"github.com/weirhq/weir/ingest/search/pgsearch"
 	"github.com/weirhq/weir/ingest/search/searchtest"
 	"github.com/weirhq/weir/internal/eventually"
+	"github.com/weirhq/weir/internal/faultproxy"
 	"github.com/weirhq/weir/internal/teststore"
 	"github.com/weirhq/weir/resilience/backoff"
 	"github.com/weirhq/weir/resilience/breaker"
@@ -154,76 +153,6 @@ func TestUnreachableSearchDatabase(t *testing.T) {
 	}
 }
 
-// proxy forwards TCP connections to a server until it is cut: then it
-// refuses new connections and ends those open, as a server gone away
-// would; restore takes connections again, on the same address.
-type proxy struct {
-	target string
-	addr   string
-	mu     sync.Mutex
-	ln     net.Listener
-	conns  map[net.Conn]bool
-}
-
-func newProxy(t *testing.T, target string) *proxy {
-	t.Helper()
-	p := &proxy{target: target, conns: map[net.Conn]bool{}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.addr = ln.Addr().String()
-	p.serve(ln)
-	t.Cleanup(p.cut)
-	return p
-}
-
-func (p *proxy) serve(ln net.Listener) {
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", p.target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns[c], p.conns[up] = true, true
-			p.mu.Unlock()
-			go func() { _, _ = io.Copy(up, c); up.Close() }()
-			go func() { _, _ = io.Copy(c, up); c.Close() }()
-		}
-	}()
-}
-
-func (p *proxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for c := range p.conns {
-		c.Close()
-	}
-	clear(p.conns)
-}
-
-func (p *proxy) restore(t *testing.T) {
-	t.Helper()
-	ln, err := net.Listen("tcp", p.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.serve(ln)
-}
-
 // A search database that goes away while the service runs stops no
 // ingestion: the documents are saved, the index's breaker opens, the
 // index jobs wait (or, out of attempts, mark their documents), and once
@@ -232,13 +161,11 @@ func (p *proxy) restore(t *testing.T) {
 func TestSearchDatabaseGoesAway(t *testing.T) {
 	raw, schema := pgSchema(t)
 	t.Parallel()
-	u, err := url.Parse(raw)
+	px, via := faultproxy.ForURL(t, raw)
+	iu, err := url.Parse(via)
 	if err != nil {
 		t.Fatal(err)
 	}
-	px := newProxy(t, u.Host)
-	iu := *u
-	iu.Host = px.addr
 	q := iu.Query()
 	q.Set("connect_timeout", "2")
 	iu.RawQuery = q.Encode()
@@ -257,7 +184,7 @@ func TestSearchDatabaseGoesAway(t *testing.T) {
 	ingestNotes(t, svc, 2)
 	searchable(t, svc, 2)
 
-	px.cut()
+	px.Cut()
 	ingestNotes(t, svc, 12)
 	eventually.True(t, "the index's breaker to open", waitTimeout, func() (bool, string) {
 		s := br.Snapshot()
@@ -269,7 +196,7 @@ func TestSearchDatabaseGoesAway(t *testing.T) {
 		t.Fatalf("while the index is away: %+v, %v; want 12 documents saved and no dead letter", st, err)
 	}
 
-	px.restore(t)
+	px.Restore()
 	eventually.True(t, "the index jobs to finish", waitTimeout, func() (bool, string) {
 		st, err := svc.Pipeline().Status(ctx, 0)
 		waiting := 0
