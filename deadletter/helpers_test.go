@@ -116,6 +116,14 @@ func (fx *fixture) stored() []int64 {
 	return idsOf(dls)
 }
 
+// mustHold fails t unless the store holds exactly the dead letters want.
+func (fx *fixture) mustHold(t *testing.T, want []*weirtype.DeadLetter) {
+	t.Helper()
+	if got := fx.stored(); !slices.Equal(got, idsOf(want)) {
+		t.Fatalf("store holds %v, want %v", got, idsOf(want))
+	}
+}
+
 func idsOf(dls []*weirtype.DeadLetter) []int64 {
 	ids := make([]int64, len(dls))
 	for i, dl := range dls {

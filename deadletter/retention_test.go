@@ -125,9 +125,7 @@ func TestRetentionByCountKeepsTheNewest(t *testing.T) {
 		t.Fatalf("Enforce = %+v, %v; want 8 archived and purged", res, err)
 	}
 	checkArchive(t, res, dls[:8])
-	if got := fx.stored(); !slices.Equal(got, idsOf(dls[8:])) {
-		t.Fatalf("store keeps %v, want the newest four %v", got, idsOf(dls[8:]))
-	}
+	fx.mustHold(t, dls[8:])
 	// Purged by id, BatchSize at a time.
 	if len(purges) != 3 || len(purges[0]) != 3 || len(purges[2]) != 2 || !slices.Equal(sorted(purges...), idsOf(dls[:8])) {
 		t.Fatalf("purges %v", purges)
@@ -165,9 +163,7 @@ func TestRetentionByAgeAndCount(t *testing.T) {
 	if got := recordIDs(recs); !slices.Equal(got, idsOf(due)) {
 		t.Fatalf("archive order %v, want %v", got, idsOf(due))
 	}
-	if got := fx.stored(); !slices.Equal(got, idsOf(young[5:])) {
-		t.Fatalf("store keeps %v, want %v", got, idsOf(young[5:]))
-	}
+	fx.mustHold(t, young[5:])
 }
 
 func TestRetentionNothingDueWritesNoFile(t *testing.T) {
@@ -185,9 +181,7 @@ func TestRetentionNothingDueWritesNoFile(t *testing.T) {
 	if names := dirNames(t, dir); len(names) != 0 {
 		t.Fatalf("archive directory holds %v, want nothing", names)
 	}
-	if got := fx.stored(); !slices.Equal(got, idsOf(kept)) {
-		t.Fatalf("store holds %v, want %v", got, idsOf(kept))
-	}
+	fx.mustHold(t, kept)
 }
 
 func TestRetentionArchiveDirMustExist(t *testing.T) {
@@ -215,9 +209,7 @@ func TestRetentionArchiveDirMustExist(t *testing.T) {
 			if res != (deadletter.Result{}) {
 				t.Fatalf("result %+v on an error", res)
 			}
-			if got := fx.stored(); !slices.Equal(got, idsOf(dls)) {
-				t.Fatalf("store holds %v after the error, want all of %v", got, idsOf(dls))
-			}
+			fx.mustHold(t, dls)
 			t.Log(err)
 		})
 	}
@@ -241,9 +233,7 @@ func TestRetentionUnwritableDir(t *testing.T) {
 	if !errors.Is(err, deadletter.ErrArchive) || !errors.Is(err, fs.ErrPermission) || res != (deadletter.Result{}) {
 		t.Fatalf("Enforce = %+v, %v; want an archive error for permission", res, err)
 	}
-	if got := fx.stored(); !slices.Equal(got, idsOf(dls)) {
-		t.Fatalf("store holds %v after the error, want all of %v", got, idsOf(dls))
-	}
+	fx.mustHold(t, dls)
 }
 
 func TestRetentionConfig(t *testing.T) {
@@ -285,9 +275,7 @@ func TestRetentionReadFailureLeavesNoFile(t *testing.T) {
 	if names := dirNames(t, dir); len(names) != 0 {
 		t.Fatalf("archive directory holds %v after the error", names)
 	}
-	if got := fx.stored(); !slices.Equal(got, idsOf(dls)) {
-		t.Fatalf("store holds %v, want all of %v", got, idsOf(dls))
-	}
+	fx.mustHold(t, dls)
 }
 
 // The gap between archive and purge: the purge fails (as a crash would stop
@@ -343,9 +331,7 @@ func TestRetentionPurgeFailureLosesNothing(t *testing.T) {
 				t.Fatalf("second run %+v, want %d archived and purged", again, want)
 			}
 			second := readArchive(t, again.File)
-			if got := fx.stored(); !slices.Equal(got, idsOf(kept)) {
-				t.Fatalf("store holds %v, want only %v", got, idsOf(kept))
-			}
+			fx.mustHold(t, kept)
 			if got := readArchive(t, res.File); len(got) != 10 {
 				t.Fatalf("first archive now holds %d records, want 10", len(got))
 			}
@@ -439,7 +425,5 @@ func TestRetentionBoundaryWithNanoseconds(t *testing.T) {
 		t.Fatalf("Enforce = %+v, %v; want one archived", res, err)
 	}
 	checkArchive(t, res, due)
-	if got := fx.stored(); !slices.Equal(got, idsOf(kept)) {
-		t.Fatalf("store keeps %v, want %v", got, idsOf(kept))
-	}
+	fx.mustHold(t, kept)
 }
