@@ -19,7 +19,13 @@ import (
 // closes it at the end of the test.
 func openIndex(t testing.TB) *Index {
 	t.Helper()
-	ix, err := Open(t.Context(), Config{Path: filepath.Join(t.TempDir(), "index.db")})
+	return openWith(t, Config{Path: filepath.Join(t.TempDir(), "index.db")})
+}
+
+// openWith opens the index of cfg, and closes it at the end of the test.
+func openWith(t testing.TB, cfg Config) *Index {
+	t.Helper()
+	ix, err := Open(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,10 +254,7 @@ func TestEntriesOrderIDsWithNULBytes(t *testing.T) {
 func TestReopenKeepsData(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "index.db")
-	ix, err := Open(t.Context(), Config{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ix := openWith(t, Config{Path: path})
 	if ix.Rebuilt() {
 		t.Error("a new file reports Rebuilt")
 	}
@@ -266,11 +269,7 @@ func TestReopenKeepsData(t *testing.T) {
 		t.Error("Count after Close succeeded")
 	}
 
-	ix, err = Open(t.Context(), Config{Path: path, CheckIntegrity: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ix.Close()
+	ix = openWith(t, Config{Path: path, CheckIntegrity: true})
 	if ix.Rebuilt() || ix.SchemaVersion() != SchemaVersion {
 		t.Errorf("reopen: Rebuilt %v, SchemaVersion %d", ix.Rebuilt(), ix.SchemaVersion())
 	}
@@ -327,11 +326,7 @@ func TestOtherSchemaVersionIsRecreated(t *testing.T) {
 			t.Parallel()
 			path := filepath.Join(t.TempDir(), "index.db")
 			writeDB(t, path, tc.stmts...)
-			ix, err := Open(t.Context(), Config{Path: path})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ix.Close()
+			ix := openWith(t, Config{Path: path})
 			if !ix.Rebuilt() {
 				t.Error("Rebuilt() = false")
 			}
@@ -382,11 +377,7 @@ func TestCorruptFileIsRecreated(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			ix, err := Open(t.Context(), Config{Path: path})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ix.Close()
+			ix := openWith(t, Config{Path: path})
 			if ix.Rebuilt() != tc.rebuilt {
 				t.Errorf("Rebuilt() = %v, want %v", ix.Rebuilt(), tc.rebuilt)
 			}
@@ -402,10 +393,7 @@ func TestCorruptFileIsRecreated(t *testing.T) {
 func TestDamagedPagesFoundByCheckIntegrity(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "index.db")
-	ix, err := Open(t.Context(), Config{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ix := openWith(t, Config{Path: path})
 	put(t, ix, corpus(500, 5)...)
 	if err := ix.Close(); err != nil { // checkpoints the WAL into the file
 		t.Fatal(err)
@@ -425,11 +413,7 @@ func TestDamagedPagesFoundByCheckIntegrity(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ix, err = Open(t.Context(), Config{Path: path, CheckIntegrity: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ix.Close()
+	ix = openWith(t, Config{Path: path, CheckIntegrity: true})
 	if !ix.Rebuilt() || count(t, ix) != 0 {
 		t.Errorf("Rebuilt() = %v with %d docs, want a recreated empty index", ix.Rebuilt(), count(t, ix))
 	}
