@@ -14,24 +14,6 @@ import (
 	"github.com/weirhq/weir/ingest/search"
 )
 
-func docCases() []suiteCase {
-	return []suiteCase{
-		{"PutGetRoundTrip", testPutGet},
-		{"PutZeroTimeAndNoTerms", testZeroTimeNoTerms},
-		{"PutInvalidStoresNothing", testPutInvalid},
-		{"PutRepeatedIDLastWins", testRepeatedID},
-		{"PutAgainReplacesTheDocument", testReplace},
-		{"PutOnlyUpdatedAtKeepsTheDocumentSearchable", testOnlyUpdatedAt},
-		{"DeleteRemovesFromSearchGetAndEntries", testDelete},
-		{"EntriesPageThroughEveryDocumentOnce", testEntries},
-		{"Count", testCount},
-		{"TextWithNULOrInvalidUTF8", testBadText},
-		{"ConcurrentWritesAndSearches", testConcurrent},
-		{"ClosedIndexRefusesCalls", testClosed},
-		{"CanceledContextFails", testCanceled},
-	}
-}
-
 func testPutGet(t *testing.T, h Harness) {
 	ix := h.Open(t)
 	ctx := context.Background()

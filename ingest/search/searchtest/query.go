@@ -11,18 +11,6 @@ import (
 	"github.com/weirhq/weir/ingest/search"
 )
 
-func queryCases() []suiteCase {
-	return []suiteCase{
-		{"QuerySyntax", testQuerySyntax},
-		{"QueryWordsSplitAtPunctuationAsTheText", testPunctuation},
-		{"QueryStemsEnglishEndings", testStems},
-		{"QueryUnicodeAndAccents", testUnicode},
-		{"QueryHostileIsNeitherAnErrorNorAnOperator", testHostile},
-		{"QueryEmptyOrTooLongIsRefused", testInvalidQueries},
-		{"QueryOfIgnoredWordsMatchesNothing", testIgnoredWords},
-	}
-}
-
 // syntaxDocs are the documents of the query syntax's cases.
 var syntaxDocs = []search.Doc{
 	{ID: "a", Body: "the quick brown fox jumps"},

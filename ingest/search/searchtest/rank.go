@@ -20,18 +20,6 @@ const (
 	ellipsis  = "…"
 )
 
-func rankCases() []suiteCase {
-	return []suiteCase{
-		{"RankTitleAboveKeyTermsAboveBody", testRankColumns},
-		{"RankMoreMatchesAboveFewer", testRankMoreMatches},
-		{"RankScoresDescendAndArePositive", testScores},
-		{"LimitIsCappedAndEqualScoresInIDOrder", testLimit},
-		{"HitCarriesTheDocumentsFields", testHitFields},
-		{"SnippetMarksTheMatchInTheTextAsWritten", testSnippet},
-		{"SnippetOfALongBodyIsAFragment", testSnippetFragment},
-	}
-}
-
 func testRankColumns(t *testing.T, h Harness) {
 	ix := h.Open(t)
 	put(t, ix,

@@ -71,17 +71,52 @@ type suiteCase struct {
 	fn   func(*testing.T, Harness)
 }
 
+// suite is every case of the suite.
+func suite() []suiteCase {
+	return []suiteCase{
+		// Documents (docs.go).
+		{"PutGetRoundTrip", testPutGet},
+		{"PutZeroTimeAndNoTerms", testZeroTimeNoTerms},
+		{"PutInvalidStoresNothing", testPutInvalid},
+		{"PutRepeatedIDLastWins", testRepeatedID},
+		{"PutAgainReplacesTheDocument", testReplace},
+		{"PutOnlyUpdatedAtKeepsTheDocumentSearchable", testOnlyUpdatedAt},
+		{"DeleteRemovesFromSearchGetAndEntries", testDelete},
+		{"EntriesPageThroughEveryDocumentOnce", testEntries},
+		{"Count", testCount},
+		{"TextWithNULOrInvalidUTF8", testBadText},
+		{"ConcurrentWritesAndSearches", testConcurrent},
+		{"ClosedIndexRefusesCalls", testClosed},
+		{"CanceledContextFails", testCanceled},
+		// Queries (query.go).
+		{"QuerySyntax", testQuerySyntax},
+		{"QueryWordsSplitAtPunctuationAsTheText", testPunctuation},
+		{"QueryStemsEnglishEndings", testStems},
+		{"QueryUnicodeAndAccents", testUnicode},
+		{"QueryHostileIsNeitherAnErrorNorAnOperator", testHostile},
+		{"QueryEmptyOrTooLongIsRefused", testInvalidQueries},
+		{"QueryOfIgnoredWordsMatchesNothing", testIgnoredWords},
+		// Ranks and snippets (rank.go).
+		{"RankTitleAboveKeyTermsAboveBody", testRankColumns},
+		{"RankMoreMatchesAboveFewer", testRankMoreMatches},
+		{"RankScoresDescendAndArePositive", testScores},
+		{"LimitIsCappedAndEqualScoresInIDOrder", testLimit},
+		{"HitCarriesTheDocumentsFields", testHitFields},
+		{"SnippetMarksTheMatchInTheTextAsWritten", testSnippet},
+		{"SnippetOfALongBodyIsAFragment", testSnippetFragment},
+		// Sizes (size.go).
+		{"LargeDocument", testLargeDocument},
+		{"DocumentOfManyDistinctWords", testManyDistinctWords},
+		{"PhraseDeepInALongBody", testDeepPhrase},
+	}
+}
+
 // Run runs every case of the suite, each in parallel.
 func Run(t *testing.T, h Harness) {
 	if h.Open == nil || h.Features.Name == "" {
 		t.Fatal("searchtest: the Harness needs Open and Features.Name")
 	}
-	var cases []suiteCase
-	cases = append(cases, docCases()...)
-	cases = append(cases, queryCases()...)
-	cases = append(cases, rankCases()...)
-	cases = append(cases, sizeCases()...)
-	for _, c := range cases {
+	for _, c := range suite() {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			c.fn(t, h)

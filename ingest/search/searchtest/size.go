@@ -10,14 +10,6 @@ import (
 	"github.com/weirhq/weir/ingest/search"
 )
 
-func sizeCases() []suiteCase {
-	return []suiteCase{
-		{"LargeDocument", testLargeDocument},
-		{"DocumentOfManyDistinctWords", testManyDistinctWords},
-		{"PhraseDeepInALongBody", testDeepPhrase},
-	}
-}
-
 // testLargeDocument stores a body of about 1 MB of words, with words of
 // its own at its start, middle and end, and finds each.
 func testLargeDocument(t *testing.T, h Harness) {
