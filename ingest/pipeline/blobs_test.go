@@ -7,17 +7,15 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
-	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/weirhq/weir/ingest/blob"
 	"github.com/weirhq/weir/ingest/pipeline"
 	"github.com/weirhq/weir/internal/blobtest"
+	"github.com/weirhq/weir/internal/faultproxy"
 	"github.com/weirhq/weir/internal/testenv"
 )
 
@@ -216,64 +214,6 @@ func TestAzureBlobChangedBeforeItsParse(t *testing.T) {
 	}
 }
 
-// proxy forwards TCP connections to target until it is cut: then it
-// closes the connections it holds and every new one at once.
-type proxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	down   bool
-	conns  []net.Conn
-}
-
-func newProxy(t *testing.T, target string) *proxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{ln: ln, target: target}
-	t.Cleanup(func() { ln.Close(); p.set(true) })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			p.mu.Lock()
-			if p.down {
-				p.mu.Unlock()
-				c.Close()
-				continue
-			}
-			up, err := net.Dial("tcp", target)
-			if err != nil {
-				p.mu.Unlock()
-				c.Close()
-				continue
-			}
-			p.conns = append(p.conns, c, up)
-			p.mu.Unlock()
-			go func() { _, _ = io.Copy(up, c); up.Close() }()
-			go func() { _, _ = io.Copy(c, up); c.Close() }()
-		}
-	}()
-	return p
-}
-
-// set cuts the proxy (down) or restores it.
-func (p *proxy) set(down bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = down
-	if down {
-		for _, c := range p.conns {
-			c.Close()
-		}
-		p.conns = nil
-	}
-}
-
 // A blob store that goes away after a blob was accepted loses nothing:
 // its parse waits behind the breaker without spending attempts (one
 // would fail it here), and the blob is processed once the store is back.
@@ -281,12 +221,8 @@ func TestAzureOutageLosesNothing(t *testing.T) {
 	t.Parallel()
 	c := blobtest.Azure(t)
 	direct := blobsOf(t, c)
-	endpoint, err := url.Parse(testenv.Azurite(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	px := newProxy(t, endpoint.Host)
-	bl := blobsOf(t, c.Via(px.ln.Addr().String()))
+	px, _ := faultproxy.ForURL(t, testenv.Azurite(t))
+	bl := blobsOf(t, c.Via(px.Addr()))
 	h := newHarness(t, func(cfg *pipeline.Config) {
 		cfg.Blobs = bl
 		cfg.Parse.MaxAttempts = 1
@@ -295,13 +231,13 @@ func TestAzureOutageLosesNothing(t *testing.T) {
 	if sc, err := h.svc.Scan(context.Background()); err != nil || len(sc) != 1 {
 		t.Fatalf("Scan = %v, %v; want the blob enqueued", sc, err)
 	}
-	px.set(true)
+	px.Cut()
 	h.start()
 	waitFor(t, "the parse to wait for the store, twice", 60*time.Second, func() (bool, string) {
 		n := strings.Count(h.logs.String(), "the blob store is unavailable; the job waits")
 		return n >= 2, fmt.Sprintf("%d waits", n)
 	})
-	px.set(false)
+	px.Restore()
 	waitFor(t, "the blob processed once the store is back", 60*time.Second, func() (bool, string) { return settled(t, h.db, 1) })
 	if got := keys(t, direct.Processed); !slices.Equal(got, []string{"notes/outage.txt"}) {
 		t.Fatalf("processed/ holds %v", got)

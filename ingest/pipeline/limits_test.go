@@ -65,16 +65,24 @@ func TestParseOverItsTimeLimitFailsAtOnce(t *testing.T) {
 	drop(t, h.dir, "inbox/quick.md", []byte("# Quick\n\nA text the parser reads at once."))
 	h.start()
 	h.waitFailures("the slow file to fail", 2, 1)
-	dir := filepath.Join(h.dir, pipeline.FailedDir, "inbox", "slow.md")
-	f := readFailure(t, dir)
-	if f.meta.Stage != pipeline.KindParse || f.err.Attempts != 1 || !strings.Contains(f.err.LastError, "time limit of 200ms") {
-		t.Errorf("error.json = %+v at %s; want the parse stage, one attempt, an error naming its time limit", f.err, f.meta.Stage)
-	}
-	if b, err := os.ReadFile(filepath.Join(dir, "slow.md")); err != nil || !bytes.Equal(b, content) {
-		t.Errorf("the original is not in failed/: %v", err)
-	}
+	failedAtParse(t, h, "slow.md", content, "time limit of 200ms")
 	if d, err := h.svc.Document(t.Context(), pipeline.DocumentID("inbox/quick.md", "")); err != nil || d.Status != "saved" {
 		t.Errorf("the quick file: %q, %v; want it saved", d.Status, err)
+	}
+}
+
+// failedAtParse checks that the file inbox/name failed in its parse's
+// first attempt with an error naming reason, and that failed/ holds its
+// original, content, whole.
+func failedAtParse(t *testing.T, h *harness, name string, content []byte, reason string) {
+	t.Helper()
+	dir := filepath.Join(h.dir, pipeline.FailedDir, "inbox", name)
+	f := readFailure(t, dir)
+	if f.meta.Stage != pipeline.KindParse || f.err.Attempts != 1 || !strings.Contains(f.err.LastError, reason) {
+		t.Errorf("%s: error.json = %+v at %s; want the parse stage, one attempt, an error naming %q", name, f.err, f.meta.Stage, reason)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || !bytes.Equal(b, content) {
+		t.Errorf("%s: the original is not in failed/ whole: %v", name, err)
 	}
 }
 
@@ -140,14 +148,7 @@ func TestFileLargerThanTheLimitIsPoison(t *testing.T) {
 	drop(t, h.dir, "inbox/limit.txt", atLimit)
 	h.start()
 	h.waitFailures("the large file to fail", 2, 1)
-	dir := filepath.Join(h.dir, pipeline.FailedDir, "inbox", "large.txt")
-	f := readFailure(t, dir)
-	if f.meta.Stage != pipeline.KindParse || f.err.Attempts != 1 || !strings.Contains(f.err.LastError, "43.0 KiB, more than the limit of 4.0 KiB") {
-		t.Errorf("error.json = %+v at %s; want the parse stage, one attempt, an error naming the size and the limit", f.err, f.meta.Stage)
-	}
-	if b, err := os.ReadFile(filepath.Join(dir, "large.txt")); err != nil || !bytes.Equal(b, large) {
-		t.Errorf("the original is not in failed/ whole: %v", err)
-	}
+	failedAtParse(t, h, "large.txt", large, "43.0 KiB, more than the limit of 4.0 KiB")
 	if parsed.Load() != 0 {
 		t.Error("the large file was given to the parser")
 	}
