@@ -133,7 +133,19 @@ func Extra(dir string, m Manifest) ([]string, error) {
 		want[f.Path] = true
 	}
 	var extra []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err := walkFiles(dir, func(rel, _ string) error {
+		if !want[rel] {
+			extra = append(extra, rel)
+		}
+		return nil
+	})
+	return extra, err
+}
+
+// walkFiles calls fn with the path of each file under dir, relative to dir
+// with forward slashes, and its path.
+func walkFiles(dir string, fn func(rel, path string) error) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -141,12 +153,8 @@ func Extra(dir string, m Manifest) ([]string, error) {
 		if err != nil {
 			return err
 		}
-		if rel = filepath.ToSlash(rel); !want[rel] {
-			extra = append(extra, rel)
-		}
-		return nil
+		return fn(filepath.ToSlash(rel), p)
 	})
-	return extra, err
 }
 
 // build makes every file of the corpus in memory, sorted by path.

@@ -63,16 +63,9 @@ func TestCommittedCorpus(t *testing.T) {
 func readTree(t *testing.T, dir string) map[string][]byte {
 	t.Helper()
 	files := map[string][]byte{}
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
+	err := walkFiles(dir, func(rel, p string) error {
 		b, err := os.ReadFile(p)
-		files[filepath.ToSlash(rel)] = b
+		files[rel] = b
 		return err
 	})
 	if err != nil {
