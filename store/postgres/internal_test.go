@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -14,6 +16,8 @@ import (
 
 	"github.com/weirhq/weir/internal/testenv"
 	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/store/migration"
+	"github.com/weirhq/weir/weirtype"
 )
 
 // A claim reads only about as many jobs as it takes, however many wait and
@@ -221,6 +225,191 @@ func TestLeaseWritesProbeEachJob(t *testing.T) {
 		probes := regexp.MustCompile(`Index Cond: \(.*\bid = l\.id\)`).MatchString(plan)
 		if !probes || readsIndex(plan, "weir_jobs_lease") {
 			t.Errorf("%s does not probe each job by its id:\n%s", c.name, plan)
+		}
+	}
+}
+
+// A batch's runs of jobs without a key are one INSERT over arrays each,
+// and its jobs with a key one statement each: every result is the job
+// given at its position, whatever the mix, with each of its fields as
+// given, and the ids follow the batch's order (which orders the claims of
+// jobs of one priority and time).
+func TestInsertBatchKeepsEachJobAtItsPosition(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := migratedStore(t)
+	if _, err := s.Executor().Insert(ctx, now, []store.InsertParams{{Kind: "k", IdempotencyKey: "dup"}}); err != nil {
+		t.Fatal(err)
+	}
+	var ps []store.InsertParams
+	for i := range 40 {
+		p := store.InsertParams{
+			Kind:        fmt.Sprintf("kind%d", i),
+			Queue:       fmt.Sprintf("q%d", i%3),
+			Payload:     json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)),
+			MaxAttempts: i + 1,
+			Source:      fmt.Sprintf("src%d", i),
+			Priority:    i % 5,
+		}
+		switch {
+		case i%7 == 3:
+			p.IdempotencyKey = fmt.Sprintf("key%d", i)
+		case i == 10:
+			p.IdempotencyKey = "dup"
+		case i%4 == 1:
+			p.ScheduledAt = now.Add(time.Duration(i) * time.Minute)
+		case i%5 == 2:
+			p.DeadlineAt = now.Add(time.Hour + time.Duration(i)*time.Second)
+		}
+		ps = append(ps, p)
+	}
+	res, err := s.Executor().Insert(ctx, now, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != len(ps) {
+		t.Fatalf("%d results for %d jobs", len(res), len(ps))
+	}
+	prev := int64(0)
+	for i, p := range ps {
+		r := res[i]
+		want := weirtype.Inserted
+		if p.IdempotencyKey == "dup" {
+			want = weirtype.DuplicatePending
+		}
+		if r.Outcome != want || r.Job == nil {
+			t.Fatalf("jobs[%d]: outcome %q, job %v; want %q", i, r.Outcome, r.Job, want)
+		}
+		if want != weirtype.Inserted {
+			continue
+		}
+		j := r.Job
+		if j.ID <= prev {
+			t.Errorf("jobs[%d] got id %d, after %d: ids out of the batch's order", i, j.ID, prev)
+		}
+		prev = j.ID
+		state, sched := weirtype.StateAvailable, now
+		if !p.ScheduledAt.IsZero() {
+			state, sched = weirtype.StateScheduled, p.ScheduledAt
+		}
+		if j.Kind != p.Kind || j.Queue != p.Queue || !sameJSON(j.Payload, p.Payload) || j.MaxAttempts != p.MaxAttempts ||
+			j.Source != p.Source || j.Priority != p.Priority || j.IdempotencyKey != p.IdempotencyKey || j.State != state ||
+			!j.ScheduledAt.Equal(sched) || !j.DeadlineAt.Equal(p.DeadlineAt) || !j.CreatedAt.Equal(now) {
+			t.Errorf("jobs[%d] came back as %+v, want the job given: %+v", i, *j, p)
+		}
+		got, err := s.Executor().GetJob(ctx, j.ID)
+		if err != nil || got.Kind != p.Kind {
+			t.Errorf("jobs[%d]: stored job %d is %v (%v), want kind %s", i, j.ID, got, err, p.Kind)
+		}
+	}
+}
+
+// A bad job among many without a key fails the whole insert as the
+// caller's bad parameter, and writes nothing.
+func TestInsertBatchRefusesABadPayloadWhole(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := migratedStore(t)
+	ps := []store.InsertParams{{Kind: "a"}, {Kind: "b", Payload: json.RawMessage(`{"s":"\u0000"}`)}, {Kind: "c"}}
+	if _, err := s.Executor().Insert(ctx, now, ps); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("insert with a NUL in a payload: %v, want ErrInvalid", err)
+	}
+	var n int
+	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM "+s.schema+".weir_jobs").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d jobs stored (%v), want none", n, err)
+	}
+}
+
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return fmt.Sprint(x) == fmt.Sprint(y)
+}
+
+// The migration that gives a schema its identity, run on a schema whose
+// outbox already holds messages (a weir upgraded), records the highest
+// outbox id, so that those messages keep the broker ids they may have been
+// published with.
+func TestStoreIdentityMigrationKeepsOlderMessagesIDs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := migratedStore(t)
+	ids, err := s.Executor().AddOutbox(ctx, now, []store.OutboxMessage{{Topic: "t"}, {Topic: "t"}, {Topic: "t"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := s.Executor().OutboxIdentity(ctx)
+	if err != nil || fresh.LegacyThrough != 0 {
+		t.Fatalf("identity of a schema made by this weir: %+v, %v; want no legacy messages", fresh, err)
+	}
+	sql := identityMigration(t)
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	for _, q := range []string{"SET LOCAL search_path TO " + pgx.Identifier{s.schema}.Sanitize(), "DROP TABLE weir_store_identity", sql} {
+		if _, err := tx.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	upgraded, err := s.Executor().OutboxIdentity(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if upgraded.LegacyThrough != ids[2] || upgraded.StoreID == fresh.StoreID || len(upgraded.StoreID) != 16 {
+		t.Fatalf("identity made over 3 messages: %+v (before: %+v); want legacy through %d and a new id", upgraded, fresh, ids[2])
+	}
+}
+
+// identityMigration returns the SQL of the migration that makes
+// weir_store_identity.
+func identityMigration(t *testing.T) string {
+	t.Helper()
+	ms, err := migration.Load(migrationFS, "migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if m.Name == "store_identity" {
+			return m.SQL
+		}
+	}
+	t.Fatal("no store_identity migration")
+	return ""
+}
+
+// weir_limit_window and store.LimitWindow agree to the microsecond, before
+// 1970 and far after it, so that what the claim counts and what the
+// operators' tools show are one window.
+func TestLimitWindowAgreesWithGo(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := migratedStore(t)
+	for _, c := range []struct {
+		at  time.Time
+		per time.Duration
+	}{
+		{time.Date(2026, 1, 21, 15, 30, 59, 999999000, time.UTC), time.Minute},
+		{time.Date(2026, 1, 21, 15, 30, 0, 0, time.UTC), time.Minute},
+		{time.Date(1969, 12, 31, 23, 59, 59, 500000000, time.UTC), time.Second},
+		{time.Date(1900, 6, 1, 0, 0, 0, 123000, time.UTC), 7 * time.Millisecond},
+		{time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC), time.Millisecond},
+		{time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC), 24 * time.Hour},
+		{time.Date(2026, 11, 25, 22, 0, 0, 1000, time.UTC), 90 * time.Second},
+	} {
+		var got time.Time
+		if err := s.pool.QueryRow(ctx, "SELECT "+s.sql.schema+".weir_limit_window($1::timestamptz, $2)",
+			c.at, c.per.Microseconds()).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if want := store.LimitWindow(c.at, c.per); !got.Equal(want) {
+			t.Errorf("window of %v at %v: PostgreSQL %v, Go %v", c.per, c.at, got.UTC(), want)
 		}
 	}
 }
