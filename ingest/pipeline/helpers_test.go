@@ -95,6 +95,12 @@ func openDB(t *testing.T, kind, root string) *appdb.DB {
 		raw := testenv.Postgres(t)
 		cfg = appdb.Config{URL: raw, Schema: teststore.Schema(t, raw, "pipeline_"), MaxConns: 8}
 	}
+	return openAppDB(t, cfg)
+}
+
+// openAppDB opens the store cfg names, closed at the test's end.
+func openAppDB(t *testing.T, cfg appdb.Config) *appdb.DB {
+	t.Helper()
 	db, err := appdb.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("appdb.Open: %v", err)

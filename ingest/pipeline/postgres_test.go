@@ -35,15 +35,7 @@ func TestPostgresTwoServices(t *testing.T) {
 
 	var svcs []*pipeline.Service
 	for _, id := range []string{"pg-a", "pg-b"} {
-		db, err := appdb.Open(ctx, appdb.Config{URL: raw, Schema: schema, MaxConns: 8})
-		if err != nil {
-			t.Fatalf("appdb.Open: %v", err)
-		}
-		t.Cleanup(func() {
-			if err := db.Close(); err != nil {
-				t.Errorf("close the store: %v", err)
-			}
-		})
+		db := openAppDB(t, appdb.Config{URL: raw, Schema: schema, MaxConns: 8})
 		ix := openIndex(t, filepath.Join(root, "index.db"))
 		svc, err := pipeline.New(ctx, pipeline.Config{
 			DB: db, DataDir: dir, Index: ix, Extractor: extract.NewLocal(), ID: id, Workers: 4,
@@ -60,7 +52,7 @@ func TestPostgresTwoServices(t *testing.T) {
 	for _, svc := range svcs {
 		startService(t, svc)
 	}
-	db := openPostgresForChecks(t, raw, schema)
+	db := openAppDB(t, appdb.Config{URL: raw, Schema: schema, MaxConns: 2}) // the test's own queries
 
 	files := append(corpusFiles(t, "notes", 40), corpusFiles(t, "articles", 20)...)
 	for _, rel := range files {
@@ -111,16 +103,4 @@ func TestPostgresTwoServices(t *testing.T) {
 	t.Logf("jobs completed: %d by pg-a, %d by pg-b",
 		strings.Count(all, `service=pg-a level=DEBUG msg="job completed"`)+strings.Count(all, `msg="job completed" service=pg-a`),
 		strings.Count(all, `service=pg-b level=DEBUG msg="job completed"`)+strings.Count(all, `msg="job completed" service=pg-b`))
-}
-
-// openPostgresForChecks opens the test's schema for the test's own
-// queries.
-func openPostgresForChecks(t *testing.T, raw, schema string) *appdb.DB {
-	t.Helper()
-	db, err := appdb.Open(context.Background(), appdb.Config{URL: raw, Schema: schema, MaxConns: 2})
-	if err != nil {
-		t.Fatalf("appdb.Open: %v", err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
 }
