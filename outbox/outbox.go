@@ -345,7 +345,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		defer close(outcomes)
 		for b := range batches {
 			if ctx.Err() != nil {
-				outcomes <- outcome{unsent: ids(b)}
+				outcomes <- outcome{unsent: weirtype.OutboxIDs(b)}
 				continue
 			}
 			outcomes <- r.publish(ctx, b, nil)
@@ -414,7 +414,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			}
 			switch {
 			case ctx.Err() != nil:
-				unsent = append(unsent, ids(next)...)
+				unsent = append(unsent, weirtype.OutboxIDs(next)...)
 				return ctx.Err()
 			case err != nil:
 				claimFails++
@@ -422,7 +422,7 @@ func (r *Relay) Run(ctx context.Context) error {
 				wait = backoff.PollDelay(r.cfg.PollEvery, claimFails)
 			case len(next) > 0:
 				batches <- next
-				queued = append(queued, ids(next))
+				queued = append(queued, weirtype.OutboxIDs(next))
 				continue
 			}
 		}
@@ -734,15 +734,6 @@ func (r *Relay) record(ctx context.Context, o outcome) error {
 		}
 	}
 	return nil
-}
-
-// ids returns msgs' ids.
-func ids(msgs []*weirtype.OutboxMessage) []int64 {
-	out := make([]int64, len(msgs))
-	for i, m := range msgs {
-		out[i] = m.ID
-	}
-	return out
 }
 
 // rounds splits msgs, in id order, into publish rounds: round k holds the

@@ -273,3 +273,12 @@ type OutboxMessage struct {
 	LeaseOwner     string
 	LeaseExpiresAt time.Time
 }
+
+// OutboxIDs returns the ids of ms, in order.
+func OutboxIDs(ms []*OutboxMessage) []int64 {
+	ids := make([]int64, len(ms))
+	for i, m := range ms {
+		ids[i] = m.ID
+	}
+	return ids
+}

@@ -193,7 +193,7 @@ func testOutboxBacklog(t *testing.T, h Harness) {
 		t.Fatalf("after publishing three: %+v, want the retrying one", b)
 	}
 	got := claimOutbox(t, ex, now.Add(time.Hour), "r1", 10)
-	if _, err := ex.MarkPublished(ctx, now.Add(time.Hour), "r1", outboxIDs(got)); err != nil {
+	if _, err := ex.MarkPublished(ctx, now.Add(time.Hour), "r1", weirtype.OutboxIDs(got)); err != nil {
 		t.Fatal(err)
 	}
 	if b := backlog(); b.Pending != 0 || !b.OldestCreatedAt.IsZero() {

@@ -54,14 +54,6 @@ func KeyedMessages(n, keys, unkeyedEvery int) []store.OutboxMessage {
 	return msgs
 }
 
-func outboxIDs(ms []*weirtype.OutboxMessage) []int64 {
-	out := make([]int64, len(ms))
-	for i, m := range ms {
-		out[i] = m.ID
-	}
-	return out
-}
-
 func addOutbox(t *testing.T, ex store.Executor, at time.Time, msgs ...store.OutboxMessage) []int64 {
 	t.Helper()
 	ids, err := ex.AddOutbox(context.Background(), at, msgs)
@@ -89,8 +81,8 @@ func testOutboxAddAndClaim(t *testing.T, h Harness) {
 		t.Fatalf("add without a topic: %v, want ErrInvalid", err)
 	}
 	got := claimOutbox(t, ex, now, "r1", 10)
-	if !slices.Equal(outboxIDs(got), ids) {
-		t.Fatalf("claimed %v, want %v", outboxIDs(got), ids)
+	if !slices.Equal(weirtype.OutboxIDs(got), ids) {
+		t.Fatalf("claimed %v, want %v", weirtype.OutboxIDs(got), ids)
 	}
 	for i, m := range got {
 		if m.Topic != in[i].Topic || m.Key != in[i].Key || string(m.Payload) != string(in[i].Payload) || !maps.Equal(m.Headers, in[i].Headers) ||
@@ -99,10 +91,10 @@ func testOutboxAddAndClaim(t *testing.T, h Harness) {
 		}
 	}
 	if again := claimOutbox(t, ex, now.Add(lease), "r2", 10); len(again) != 0 {
-		t.Fatalf("a held message was claimed again while its lease lasted: %v", outboxIDs(again))
+		t.Fatalf("a held message was claimed again while its lease lasted: %v", weirtype.OutboxIDs(again))
 	}
-	if after := claimOutbox(t, ex, now.Add(lease+time.Microsecond), "r2", 10); !slices.Equal(outboxIDs(after), ids) {
-		t.Fatalf("after the lease: claimed %v, want %v again", outboxIDs(after), ids)
+	if after := claimOutbox(t, ex, now.Add(lease+time.Microsecond), "r2", 10); !slices.Equal(weirtype.OutboxIDs(after), ids) {
+		t.Fatalf("after the lease: claimed %v, want %v again", weirtype.OutboxIDs(after), ids)
 	}
 }
 
@@ -139,7 +131,7 @@ func testOutboxPublishAndRetry(t *testing.T, h Harness) {
 		t.Fatalf("retry: %d, %v; want 1", n, err)
 	}
 	if got := claimOutbox(t, ex, retryAt.Add(-time.Microsecond), "r2", 10); len(got) != 0 {
-		t.Fatalf("claimed %v before the retry was due (and the published one must never come back)", outboxIDs(got))
+		t.Fatalf("claimed %v before the retry was due (and the published one must never come back)", weirtype.OutboxIDs(got))
 	}
 	got := claimOutbox(t, ex, retryAt, "r2", 10)
 	if len(got) != 1 || got[0].ID != ids[1] || got[0].Attempts != 1 || got[0].LastError != "broker unreachable" || !got[0].NextAttemptAt.Equal(retryAt) {
@@ -155,16 +147,16 @@ func testOutboxKeyOrder(t *testing.T, h Harness) {
 		store.OutboxMessage{Topic: "t", Key: "A"}, store.OutboxMessage{Topic: "t", Key: "B"},
 		store.OutboxMessage{Topic: "t"})
 	a1, a2, a3, b1, free := ids[0], ids[1], ids[2], ids[3], ids[4]
-	if got := claimOutbox(t, ex, now, "r1", 1); !slices.Equal(outboxIDs(got), []int64{a1}) {
-		t.Fatalf("first claim %v, want [%d]", outboxIDs(got), a1)
+	if got := claimOutbox(t, ex, now, "r1", 1); !slices.Equal(weirtype.OutboxIDs(got), []int64{a1}) {
+		t.Fatalf("first claim %v, want [%d]", weirtype.OutboxIDs(got), a1)
 	}
 	// While r1 holds A's first message, A's later ones wait, for r1 too.
 	got, err := ex.ClaimOutbox(ctx, store.OutboxClaimParams{Now: now, Limit: 10, Owner: "r1", LeaseFor: lease, Holding: []int64{a1}})
-	if err != nil || !slices.Equal(outboxIDs(got), []int64{b1, free}) {
-		t.Fatalf("second claim %v, %v; want B's and the unkeyed one [%d %d], A's waiting behind %d", outboxIDs(got), err, b1, free, a1)
+	if err != nil || !slices.Equal(weirtype.OutboxIDs(got), []int64{b1, free}) {
+		t.Fatalf("second claim %v, %v; want B's and the unkeyed one [%d %d], A's waiting behind %d", weirtype.OutboxIDs(got), err, b1, free, a1)
 	}
 	if got := claimOutbox(t, ex, now, "r2", 10); len(got) != 0 {
-		t.Fatalf("another relay claimed %v: A's messages wait behind %d, and r1 holds the rest", outboxIDs(got), a1)
+		t.Fatalf("another relay claimed %v: A's messages wait behind %d, and r1 holds the rest", weirtype.OutboxIDs(got), a1)
 	}
 	if _, err := ex.MarkPublished(ctx, now, "r1", []int64{b1, free}); err != nil {
 		t.Fatal(err)
@@ -175,10 +167,10 @@ func testOutboxKeyOrder(t *testing.T, h Harness) {
 	}
 	// While A's first message waits out its backoff, A's later ones wait too.
 	if got := claimOutbox(t, ex, now.Add(time.Second), "r1", 10); len(got) != 0 {
-		t.Fatalf("claimed %v while A's first message waits for its retry", outboxIDs(got))
+		t.Fatalf("claimed %v while A's first message waits for its retry", weirtype.OutboxIDs(got))
 	}
-	if got := claimOutbox(t, ex, retryAt, "r3", 10); !slices.Equal(outboxIDs(got), []int64{a1, a2, a3}) {
-		t.Fatalf("claim once A's first is due: %v, want [%d %d %d]", outboxIDs(got), a1, a2, a3)
+	if got := claimOutbox(t, ex, retryAt, "r3", 10); !slices.Equal(weirtype.OutboxIDs(got), []int64{a1, a2, a3}) {
+		t.Fatalf("claim once A's first is due: %v, want [%d %d %d]", weirtype.OutboxIDs(got), a1, a2, a3)
 	}
 }
 
@@ -220,7 +212,7 @@ func testOutboxConcurrent(t *testing.T, h Harness) {
 					seen[m.ID]++
 				}
 				mu.Unlock()
-				if _, err := s.Executor().MarkPublished(context.Background(), now, owner, outboxIDs(got)); err != nil {
+				if _, err := s.Executor().MarkPublished(context.Background(), now, owner, weirtype.OutboxIDs(got)); err != nil {
 					mu.Lock()
 					errs = append(errs, err)
 					mu.Unlock()
@@ -251,20 +243,20 @@ func testOutboxHolding(t *testing.T, h Harness) {
 	ids := addOutbox(t, ex, now, store.OutboxMessage{Topic: "t"}, store.OutboxMessage{Topic: "t"}, store.OutboxMessage{Topic: "t"},
 		store.OutboxMessage{Topic: "t"}, store.OutboxMessage{Topic: "t"})
 	first := claimOutbox(t, ex, now, "r1", 2)
-	if !slices.Equal(outboxIDs(first), ids[:2]) {
-		t.Fatalf("first claim %v, want %v", outboxIDs(first), ids[:2])
+	if !slices.Equal(weirtype.OutboxIDs(first), ids[:2]) {
+		t.Fatalf("first claim %v, want %v", weirtype.OutboxIDs(first), ids[:2])
 	}
 	second, err := ex.ClaimOutbox(ctx, store.OutboxClaimParams{Now: now, Limit: 2, Owner: "r1", LeaseFor: lease, Holding: ids[:2]})
-	if err != nil || !slices.Equal(outboxIDs(second), ids[2:4]) {
-		t.Fatalf("claim holding %v: %v, %v; want %v", ids[:2], outboxIDs(second), err, ids[2:4])
+	if err != nil || !slices.Equal(weirtype.OutboxIDs(second), ids[2:4]) {
+		t.Fatalf("claim holding %v: %v, %v; want %v", ids[:2], weirtype.OutboxIDs(second), err, ids[2:4])
 	}
 	// The first batch recorded, the second still held.
 	if n, err := ex.MarkPublished(ctx, now, "r1", ids[:2]); err != nil || n != 2 {
 		t.Fatalf("mark the first batch: %d, %v", n, err)
 	}
 	third, err := ex.ClaimOutbox(ctx, store.OutboxClaimParams{Now: now, Limit: 10, Owner: "r1", LeaseFor: lease, Holding: ids[2:4]})
-	if err != nil || !slices.Equal(outboxIDs(third), ids[4:]) {
-		t.Fatalf("claim holding %v: %v, %v; want %v", ids[2:4], outboxIDs(third), err, ids[4:])
+	if err != nil || !slices.Equal(weirtype.OutboxIDs(third), ids[4:]) {
+		t.Fatalf("claim holding %v: %v, %v; want %v", ids[2:4], weirtype.OutboxIDs(third), err, ids[4:])
 	}
 }
 
@@ -279,14 +271,14 @@ func testOutboxRelease(t *testing.T, h Harness) {
 		t.Fatalf("release by a relay that holds nothing: %d, %v; want 0", n, err)
 	}
 	if got := claimOutbox(t, ex, now, "r2", 10); len(got) != 0 {
-		t.Fatalf("claimed %v while r1 holds them", outboxIDs(got))
+		t.Fatalf("claimed %v while r1 holds them", weirtype.OutboxIDs(got))
 	}
 	if n, err := ex.ReleaseOutbox(ctx, now, "r1", ids); err != nil || n != len(ids) {
 		t.Fatalf("release: %d, %v; want %d", n, err, len(ids))
 	}
 	got := claimOutbox(t, ex, now, "r2", 10)
-	if !slices.Equal(outboxIDs(got), ids) {
-		t.Fatalf("claimed %v after the release, want %v", outboxIDs(got), ids)
+	if !slices.Equal(weirtype.OutboxIDs(got), ids) {
+		t.Fatalf("claimed %v after the release, want %v", weirtype.OutboxIDs(got), ids)
 	}
 	for _, m := range got {
 		if m.Attempts != 0 || m.LeaseOwner != "r2" {
@@ -313,24 +305,24 @@ func testOutboxOneRelay(t *testing.T, h Harness) {
 	ctx := context.Background()
 	ids := addOutbox(t, ex, now, store.OutboxMessage{Topic: "t"}, store.OutboxMessage{Topic: "t"})
 	held := claimOutbox(t, ex, now, "r1", 1)
-	if !slices.Equal(outboxIDs(held), ids[:1]) {
-		t.Fatalf("r1 claimed %v, want %v", outboxIDs(held), ids[:1])
+	if !slices.Equal(weirtype.OutboxIDs(held), ids[:1]) {
+		t.Fatalf("r1 claimed %v, want %v", weirtype.OutboxIDs(held), ids[:1])
 	}
 	if got := claimOutbox(t, ex, now.Add(lease/2), "r2", 10); len(got) != 0 {
-		t.Fatalf("r2 claimed %v while r1 holds the outbox", outboxIDs(got))
+		t.Fatalf("r2 claimed %v while r1 holds the outbox", weirtype.OutboxIDs(got))
 	}
 	// r1 renews at 3/4 of its lease; r2 waits past the first lease.
 	renewAt := now.Add(lease * 3 / 4)
 	got, err := ex.ClaimOutbox(ctx, store.OutboxClaimParams{Now: renewAt, Limit: 10, Owner: "r1", LeaseFor: lease, Holding: ids[:1]})
-	if err != nil || !slices.Equal(outboxIDs(got), ids[1:]) || !got[0].LeaseExpiresAt.Equal(renewAt.Add(lease)) {
+	if err != nil || !slices.Equal(weirtype.OutboxIDs(got), ids[1:]) || !got[0].LeaseExpiresAt.Equal(renewAt.Add(lease)) {
 		t.Fatalf("r1's second claim: %+v, %v; want %v held until %v", got, err, ids[1:], renewAt.Add(lease))
 	}
 	if got := claimOutbox(t, ex, now.Add(lease+time.Second), "r2", 10); len(got) != 0 {
-		t.Fatalf("r2 claimed %v though r1 renewed its lease", outboxIDs(got))
+		t.Fatalf("r2 claimed %v though r1 renewed its lease", weirtype.OutboxIDs(got))
 	}
 	// Past the renewed lease r2 takes the outbox, with both messages.
-	if got := claimOutbox(t, ex, renewAt.Add(lease+time.Microsecond), "r2", 10); !slices.Equal(outboxIDs(got), ids) {
-		t.Fatalf("r2 after r1's lease: %v, want %v", outboxIDs(got), ids)
+	if got := claimOutbox(t, ex, renewAt.Add(lease+time.Microsecond), "r2", 10); !slices.Equal(weirtype.OutboxIDs(got), ids) {
+		t.Fatalf("r2 after r1's lease: %v, want %v", weirtype.OutboxIDs(got), ids)
 	}
 	if n, err := ex.MarkPublished(ctx, now, "r1", ids); err != nil || n != 0 {
 		t.Fatalf("r1 marked %d (%v) after r2 took over, want 0", n, err)
@@ -354,8 +346,8 @@ func testOutboxPurge(t *testing.T, h Harness) {
 	if n, err := ex.PurgeOutbox(ctx, now.Add(time.Hour), 100); err != nil || n != 0 {
 		t.Fatalf("third purge: %d, %v; the unpublished message must stay", n, err)
 	}
-	if got := claimOutbox(t, ex, now.Add(time.Hour), "r2", 10); !slices.Equal(outboxIDs(got), ids[3:]) {
-		t.Fatalf("claimed %v after purges, want the unpublished [%d]", outboxIDs(got), ids[3])
+	if got := claimOutbox(t, ex, now.Add(time.Hour), "r2", 10); !slices.Equal(weirtype.OutboxIDs(got), ids[3:]) {
+		t.Fatalf("claimed %v after purges, want the unpublished [%d]", weirtype.OutboxIDs(got), ids[3])
 	}
 }
 
