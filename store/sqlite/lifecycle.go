@@ -157,10 +157,13 @@ func scanJobs(rows *sql.Rows, capacity int) ([]*weirtype.Job, error) {
 
 // scanIDs reads and closes rows of one integer column.
 func scanIDs(rows *sql.Rows) ([]int64, error) {
-	return scanRows(rows, nil, func(row scanner) (id int64, err error) {
-		err = row.Scan(&id)
-		return id, err
-	})
+	return scanRows(rows, nil, scanID)
+}
+
+// scanID reads a row of one integer column.
+func scanID(row scanner) (id int64, err error) {
+	err = row.Scan(&id)
+	return id, err
 }
 
 // idList is ids as a JSON array, for "id IN (SELECT value FROM
@@ -204,10 +207,7 @@ func (e executor) Heartbeat(ctx context.Context, now time.Time, leases []store.L
 	if len(leases) == 0 {
 		return nil, nil
 	}
-	list, err := leaseList(leases)
-	if err != nil {
-		return nil, fmt.Errorf("heartbeat: %w", err)
-	}
+	list := leaseList(leases)
 	held := make(map[store.Lease]bool, len(leases))
 	err = e.write(ctx, func(tx *sql.Tx) error {
 		clear(held)
@@ -239,14 +239,11 @@ func (e executor) Heartbeat(ctx context.Context, now time.Time, leases []store.L
 
 // leaseList is leases as a JSON array of [id, owner, attempt] arrays, for
 // heartbeatJobs: one parameter however many leases.
-func leaseList(leases []store.Lease) (string, error) {
+func leaseList(leases []store.Lease) string {
 	b := make([]byte, 0, 2+len(leases)*24)
 	b = append(b, '[')
 	for i, l := range leases {
-		owner, err := json.Marshal(l.Owner)
-		if err != nil {
-			return "", fmt.Errorf("lease %d (job %d): owner: %w", i, l.ID, err)
-		}
+		owner, _ := json.Marshal(l.Owner) // a string: cannot fail
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -258,7 +255,7 @@ func leaseList(leases []store.Lease) (string, error) {
 		b = strconv.AppendInt(b, int64(l.Attempt), 10)
 		b = append(b, ']')
 	}
-	return string(append(b, ']')), nil
+	return string(append(b, ']'))
 }
 
 // leaseGuard is the guard of every write a worker makes to a job it holds:
@@ -269,16 +266,23 @@ const leaseGuard = `WHERE id = ?2 AND state = 'running' AND lease_owner = ?3 AND
 
 // guarded runs query, an UPDATE of one job guarded by leaseGuard and
 // returning jobColumns, in tx, at time now for lease l, with the query's
-// own parameters more. It returns an error wrapping store.ErrLeaseLost
-// when l is no longer held: the job is not running, is held by another
-// owner or at another attempt, or does not exist.
+// own parameters more; see guardedScan.
 func (e executor) guarded(ctx context.Context, tx *sql.Tx, query string, now time.Time, l store.Lease, more ...any) (*weirtype.Job, error) {
+	return guardedScan(ctx, e, tx, query, now, l, scanJob, more...)
+}
+
+// guardedScan runs query, an UPDATE of one job guarded by leaseGuard, in
+// tx, at time now for lease l, with the query's own parameters more, and
+// reads the row it returns with scan. It returns an error wrapping
+// store.ErrLeaseLost when l is no longer held: the job is not running, is
+// held by another owner or at another attempt, or does not exist.
+func guardedScan[T any](ctx context.Context, e executor, tx *sql.Tx, query string, now time.Time, l store.Lease, scan func(scanner) (T, error), more ...any) (T, error) {
 	args := append([]any{encodeTime(now), l.ID, l.Owner, l.Attempt}, more...)
-	job, err := scanJob(e.s.stmts.queryRow(ctx, tx, query, args...))
+	v, err := scan(e.s.stmts.queryRow(ctx, tx, query, args...))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %s does not hold job %d at attempt %d", store.ErrLeaseLost, l.Owner, l.ID, l.Attempt)
+		return v, fmt.Errorf("%w: %s does not hold job %d at attempt %d", store.ErrLeaseLost, l.Owner, l.ID, l.Attempt)
 	}
-	return job, err
+	return v, err
 }
 
 const completeJob = `UPDATE weir_jobs SET
@@ -328,10 +332,7 @@ func (e executor) CompleteMany(ctx context.Context, now time.Time, leases []stor
 	if len(leases) == 0 {
 		return nil, nil
 	}
-	list, err := leaseList(leases)
-	if err != nil {
-		return nil, fmt.Errorf("complete jobs: %w", err)
-	}
+	list := leaseList(leases)
 	completed := make(map[int64]bool, len(leases))
 	err = e.write(ctx, func(tx *sql.Tx) error {
 		clear(completed)
@@ -642,12 +643,8 @@ func (e executor) ReleaseOwnedExcept(ctx context.Context, now time.Time, owner s
 	if err := store.CheckLeases(keep); err != nil {
 		return nil, fmt.Errorf("release the jobs of %s: keep: %w", owner, err)
 	}
-	list, err := leaseList(keep)
-	if err != nil {
-		return nil, fmt.Errorf("release the jobs of %s: %w", owner, err)
-	}
 	msg := "released by " + owner + ", which claimed it but does not run it (the claim's reply was lost); the attempt is given back"
-	ids, err := e.release(ctx, now, owner, releaseOwnedExcept, encodeTime(now), 1, timeJSON(now), msg, owner, weirtype.ErrorTypeReleased, list)
+	ids, err := e.release(ctx, now, owner, releaseOwnedExcept, encodeTime(now), 1, timeJSON(now), msg, owner, weirtype.ErrorTypeReleased, leaseList(keep))
 	if err != nil {
 		return nil, fmt.Errorf("release the jobs of %s it does not run: %w", owner, err)
 	}

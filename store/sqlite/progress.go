@@ -39,7 +39,8 @@ func (e executor) SetProgress(ctx context.Context, now time.Time, l store.Lease,
 		return fmt.Errorf("set the progress of job %d: %w", l.ID, weirtype.Invalidf("progress: %v", err))
 	}
 	err = e.write(ctx, func(tx *sql.Tx) error {
-		return guardedExec(ctx, tx, setProgress, now, l, string(b))
+		_, err := guardedScan(ctx, e, tx, setProgress, now, l, scanID, string(b))
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("set the progress of job %d: %w", l.ID, err)
@@ -61,7 +62,7 @@ func (e executor) CompleteOutputs(ctx context.Context, now time.Time, cs []store
 	err := e.write(ctx, func(tx *sql.Tx) error {
 		lost = lost[:0]
 		for _, c := range cs {
-			err := guardedExec(ctx, tx, completeOutput, now, c.Lease, outputArg(c.Output))
+			_, err := guardedScan(ctx, e, tx, completeOutput, now, c.Lease, scanID, outputArg(c.Output))
 			switch {
 			case errors.Is(err, store.ErrLeaseLost):
 				if !slices.Contains(lost, c.Lease.ID) {
@@ -86,19 +87,6 @@ func outputArg(output json.RawMessage) any {
 		return nil
 	}
 	return string(output)
-}
-
-// guardedExec runs query, an UPDATE of one job guarded by leaseGuard that
-// returns its id, in tx at now for lease l, with the query's own
-// parameters more; store.ErrLeaseLost when it updated nothing.
-func guardedExec(ctx context.Context, tx *sql.Tx, query string, now time.Time, l store.Lease, more ...any) error {
-	args := append([]any{encodeTime(now), l.ID, l.Owner, l.Attempt}, more...)
-	var id int64
-	err := tx.QueryRowContext(ctx, query, args...).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("%w: %s does not hold job %d at attempt %d", store.ErrLeaseLost, l.Owner, l.ID, l.Attempt)
-	}
-	return err
 }
 
 // decodeProgress reads a progress column: nil for NULL.
