@@ -3,51 +3,11 @@ package postgres_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/weirhq/weir/store"
 )
-
-// Concurrent creates of one workflow make it once, and each of the others
-// reads the workflow the winner made: the read that follows an insert
-// which found the id must see the row committed after the insert began.
-func TestCreateWorkflowConcurrentCreatesOnce(t *testing.T) {
-	t.Parallel()
-	s := migrated(t)
-	ctx := context.Background()
-	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		created int
-		states  = map[string]int{}
-		errs    []error
-	)
-	for i := range 16 {
-		wg.Go(func() {
-			wf, made, err := s.Executor().CreateWorkflow(ctx, now, store.WorkflowParams{ID: "w", Name: "n", State: fmt.Sprint("s", i)})
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-				return
-			}
-			if made {
-				created++
-			}
-			states[wf.State]++
-		})
-	}
-	wg.Wait()
-	if len(errs) > 0 {
-		t.Fatal(errors.Join(errs...))
-	}
-	if created != 1 || len(states) != 1 {
-		t.Fatalf("%d of 16 concurrent creates made the workflow, and they returned the states %v; want 1, and one state", created, states)
-	}
-}
 
 // PostgreSQL cannot store a NUL byte in a text. A name that holds one is
 // refused, as is an effect's result, which is returned as given; a

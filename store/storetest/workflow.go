@@ -24,6 +24,7 @@ func workflowCases() []suiteCase {
 		{"WorkflowInCallersTransaction", testWorkflowTransactional},
 		{"WorkflowList", testWorkflowList},
 		{"WorkflowConcurrentAdvanceMovesOnce", testWorkflowConcurrentAdvance},
+		{"WorkflowConcurrentCreatesMakeItOnce", testWorkflowConcurrentCreate},
 		{"EffectBeginAndFinish", testEffectBeginFinish},
 		{"EffectConcurrentBeginsBeginOnce", testEffectConcurrentBegin},
 		{"EffectListAndCount", testEffectListCount},
@@ -227,6 +228,61 @@ func testWorkflowConcurrentAdvance(t *testing.T, h Harness) {
 	}
 }
 
+// testWorkflowConcurrentCreate: concurrent creates of one workflow make
+// it once, and each of the others reads the workflow the winner made (on
+// PostgreSQL, the read that follows an insert which found the id must see
+// the row committed after the insert began).
+func testWorkflowConcurrentCreate(t *testing.T, h Harness) {
+	ex := migratedExecutor(t, h)
+	var (
+		mu     sync.Mutex
+		states = map[string]int{}
+	)
+	created := madeAtOnce(t, 16, func(i int) (bool, error) {
+		wf, made, err := ex.CreateWorkflow(context.Background(), now, store.WorkflowParams{ID: "w", Name: "n", State: fmt.Sprint("s", i)})
+		if err == nil {
+			mu.Lock()
+			states[wf.State]++
+			mu.Unlock()
+		}
+		return made, err
+	})
+	if created != 1 || len(states) != 1 {
+		t.Fatalf("%d of 16 concurrent creates made the workflow, and they returned the states %v; want 1, and one state", created, states)
+	}
+}
+
+// madeAtOnce runs call(i) for each i below n at once, fails the test with
+// the errors of the calls that failed, and returns how many calls made
+// what they were after (their true).
+func madeAtOnce(t *testing.T, n int, call func(i int) (made bool, err error)) int {
+	t.Helper()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		made int
+		errs []error
+	)
+	for i := range n {
+		wg.Go(func() {
+			m, err := call(i)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if m {
+				made++
+			}
+		})
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatal(errors.Join(errs...))
+	}
+	return made
+}
+
 func testEffectBeginFinish(t *testing.T, h Harness) {
 	ex := migratedExecutor(t, h)
 	ctx := context.Background()
@@ -259,32 +315,12 @@ func testEffectBeginFinish(t *testing.T, h Harness) {
 }
 
 func testEffectConcurrentBegin(t *testing.T, h Harness) {
-	s := migrated(t, h)
-	ctx := context.Background()
+	ex := migratedExecutor(t, h)
 	k := store.EffectKey{Txn: "doc-1", Series: "index"}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		begun int
-		errs  []error
-	)
-	for range 16 {
-		wg.Go(func() {
-			_, b, err := s.Executor().BeginEffect(ctx, now, k)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-			}
-			if b {
-				begun++
-			}
-		})
-	}
-	wg.Wait()
-	if len(errs) > 0 {
-		t.Fatal(errors.Join(errs...))
-	}
+	begun := madeAtOnce(t, 16, func(int) (bool, error) {
+		_, b, err := ex.BeginEffect(context.Background(), now, k)
+		return b, err
+	})
 	if begun != 1 {
 		t.Fatalf("%d of 16 concurrent begins began the effect, want 1", begun)
 	}
