@@ -191,33 +191,6 @@ func TestExpireRecordsTheDeadline(t *testing.T) {
 	}
 }
 
-// A late completion of a job without a deadline, or of a held lease whose
-// deadline has not passed, is a caller's mistake, and changes nothing.
-func TestCompleteLateRefusesWhatIsNotLate(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	ex := migratedExecutor(t)
-	none := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "none"})
-	early := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "early", DeadlineAt: now.Add(time.Hour)})
-	for _, c := range []struct {
-		name string
-		l    store.Lease
-	}{
-		{"no deadline", store.LeaseOf(none)},
-		{"deadline not passed", store.LeaseOf(early)},
-		{"no owner", store.Lease{ID: early.ID, Attempt: 1}},
-	} {
-		if _, _, err := ex.CompleteLate(ctx, now.Add(time.Hour), c.l); !errors.Is(err, store.ErrInvalid) {
-			t.Errorf("%s: %v, want ErrInvalid", c.name, err)
-		}
-	}
-	for _, j := range []*weirtype.Job{none, early} {
-		if got, err := ex.GetJob(ctx, j.ID); err != nil || got.State != weirtype.StateRunning || len(got.Errors) != 0 {
-			t.Fatalf("job after a refused late completion: %+v, %v", got, err)
-		}
-	}
-}
-
 // Workers that report one late attempt at once store one result.
 func TestConcurrentCompleteLateStoresOne(t *testing.T) {
 	t.Parallel()

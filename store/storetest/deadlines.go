@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ func deadlineCases() []suiteCase {
 	return []suiteCase{
 		{"ExpireDeadlines", testExpireDeadlines},
 		{"CompleteLateOfAHeldLease", testCompleteLateHeld},
+		{"CompleteLateRefusesWhatIsNotLate", testCompleteLateNotLate},
 		{"CompleteLateAfterExpiry", testCompleteLateAfterExpiry},
 		{"AcceptLateResult", testAcceptLateResult},
 		{"AcceptLateResultOfARequeuedJob", testAcceptLateResultConflict},
@@ -133,6 +135,37 @@ func testCompleteLateHeld(t *testing.T, h Harness) {
 	all, err := ex.ListLateResults(ctx, store.LateResultFilter{})
 	if err != nil || len(all) != 1 {
 		t.Fatalf("late results %v, %v; want one", all, err)
+	}
+}
+
+// testCompleteLateNotLate: a job without a deadline cannot be late, nor
+// can a held attempt whose deadline has not passed (it is completed
+// instead); both are a caller's mistake, refused as invalid, and change
+// nothing.
+func testCompleteLateNotLate(t *testing.T, h Harness) {
+	ex := migratedExecutor(t, h)
+	ctx := context.Background()
+	none := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "none"}, "w1")
+	early := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "early", DeadlineAt: now.Add(time.Hour)}, "w1")
+	for _, c := range []struct {
+		name, says string
+		l          store.Lease
+	}{
+		{"no deadline", "has no deadline", store.LeaseOf(none)},
+		{"deadline not passed", "has not passed", store.LeaseOf(early)},
+		{"no owner", "owner", store.Lease{ID: early.ID, Attempt: 1}},
+	} {
+		if _, _, err := ex.CompleteLate(ctx, now.Add(time.Hour), c.l); !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%s: %v, want ErrInvalid saying %q", c.name, err, c.says)
+		}
+	}
+	for _, j := range []*weirtype.Job{none, early} {
+		if got := getJob(t, ex, j.ID); got.State != weirtype.StateRunning || len(got.Errors) != 0 {
+			t.Fatalf("job after a refused late completion: %+v", *got)
+		}
+	}
+	if lrs, err := ex.ListLateResults(ctx, store.LateResultFilter{}); err != nil || len(lrs) != 0 {
+		t.Fatalf("late results %v, %v; want none", lrs, err)
 	}
 }
 
