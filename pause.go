@@ -25,7 +25,8 @@ type KindBreaker interface {
 // PauseParams names what Client.Pause pauses, and says who and why.
 type PauseParams struct {
 	// Queue is the queue paused. Default the queue of Kind when the
-	// client registers Kind; otherwise required.
+	// client registers Kind; otherwise required. A queue the client does
+	// not work must have a job (in any state) or a pause.
 	Queue string
 	// Kind, when set, pauses only the jobs of that kind in Queue. A kind
 	// the client does not register must have a job in Queue (in any
@@ -39,9 +40,11 @@ type PauseParams struct {
 // next claim on, no process claims the jobs it holds (they keep their
 // attempts and wait, nothing is snoozed); running jobs finish. It lasts
 // until Resume. Pausing what is paused already keeps its PausedAt and
-// takes the new By and Reason. A queue with no job yet may be paused;
-// an empty queue name, or a kind neither registered with this client nor
-// found in the queue, is an error.
+// takes the new By and Reason. A queue this client works may be paused
+// before its first job; an empty queue name, a queue the client does not
+// work that has no job and no pause, or a kind neither registered with
+// this client nor found in the queue, is an error (wrapping
+// store.ErrNotFound for the last two).
 func (c *Client) Pause(ctx context.Context, p PauseParams) (*weirtype.Pause, error) {
 	r := c.kinds[p.Kind]
 	if p.Queue == "" && r != nil {
@@ -51,7 +54,7 @@ func (c *Client) Pause(ctx context.Context, p PauseParams) (*weirtype.Pause, err
 		return nil, errors.New("weir: pause: the queue is empty (name a queue, or a kind this client registers)")
 	}
 	paused, err := c.ex.Pause(ctx, c.clock.Now(), store.PauseParams{
-		Queue: p.Queue, Kind: p.Kind, By: p.By, Reason: p.Reason, KnownKind: r != nil,
+		Queue: p.Queue, Kind: p.Kind, By: p.By, Reason: p.Reason, KnownKind: r != nil, KnownQueue: c.producers[p.Queue] != nil,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("weir: pause: %w", err)

@@ -45,9 +45,9 @@ func TestPauseAndResumeThroughTheAPI(t *testing.T) {
 	}
 
 	// A pause by no one named is by the admin API.
-	res = fx.do(http.MethodPost, "/api/admin/pauses", `{"queue": "empty-yet"}`)
+	res = fx.do(http.MethodPost, "/api/admin/pauses", `{"queue": "docs"}`)
 	if res.code != http.StatusOK || res.body["by"] != "admin API" {
-		t.Fatalf("pause of a queue with no job: %d %s", res.code, res.raw)
+		t.Fatalf("pause of a queue: %d %s", res.code, res.raw)
 	}
 }
 
@@ -63,6 +63,7 @@ func TestPauseRefusesBadRequests(t *testing.T) {
 	}{
 		{"no queue", "/api/admin/pauses", `{"kind": "extract"}`, http.StatusBadRequest, "queue is empty"},
 		{"unknown kind", "/api/admin/pauses", `{"queue": "docs", "kind": "typo"}`, http.StatusNotFound, `has no job of kind "typo"`},
+		{"unknown queue", "/api/admin/pauses", `{"queue": "dcos"}`, http.StatusNotFound, `queue "dcos" has no job and no pause`},
 		{"unknown field", "/api/admin/pauses", `{"queue": "docs", "until": "tomorrow"}`, http.StatusBadRequest, "unknown field"},
 		{"reason too long", "/api/admin/pauses", `{"queue": "docs", "reason": "` + strings.Repeat("x", store.MaxPauseReason+1) + `"}`, http.StatusBadRequest, "reason is 1001 bytes long"},
 		{"resume of no queue", "/api/admin/pauses/resume", `{}`, http.StatusBadRequest, "queue is empty"},

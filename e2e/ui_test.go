@@ -27,7 +27,9 @@ const screenshotsEnv = "WEIR_UI_SCREENSHOTS"
 // TestUIRequeueDeadLetter runs weir run with a few poison files, so that
 // dead letters exist, opens the web console in headless Chromium, selects
 // one dead letter on the dead-letters page and clicks Requeue; the admin
-// API then shows the dead letter gone and its job run again. Screenshots
+// API then shows the dead letter gone and its job run again. Before, it
+// pauses a mistyped queue (refused) and weir run's queue through the
+// overview's form, and resumes it with the pause's button. Screenshots
 // of the overview and the dead-letters page are kept (logged).
 func TestUIRequeueDeadLetter(t *testing.T) {
 	skipShort(t, "Chromium")
@@ -128,7 +130,7 @@ func TestUIRequeueDeadLetter(t *testing.T) {
 		})
 	}
 	box := fmt.Sprintf(`input.dl-select[data-id="%d"]`, target.ID)
-	var overviewStats, flash, pausesText, limitsText string
+	var overviewStats, flash, pauseRefused, pausesText, pausesListed, limitsText string
 	var checked bool
 	// "/" redirects to /ui/, which shows the overview.
 	step := func(what string) chromedp.Action {
@@ -149,15 +151,27 @@ func TestUIRequeueDeadLetter(t *testing.T) {
 		chromedp.WaitVisible(`#page-overview table`, chromedp.ByQuery), // the breakers' or stuck work's table: the admin API answered
 		chromedp.Text(`#page-overview .stats`, &overviewStats, chromedp.ByQuery),
 		shot("overview"),
-		step("pause a queue with the overview's form"),
+		step("pause a queue with no job through the overview's form"),
 		chromedp.SendKeys(`#pause-queue`, "held-by-console", chromedp.ByQuery),
-		chromedp.SendKeys(`#pause-reason`, "e2e hold", chromedp.ByQuery),
+		chromedp.Click(`#pause-button`, chromedp.ByQuery),
+		chromedp.Poll(`(document.querySelector('#flash')?.textContent || '').includes('has no job and no pause')`, nil),
+		chromedp.Text(`#flash`, &pauseRefused, chromedp.ByQuery),
+		step("pause the queue of weir run"),
+		chromedp.SetValue(`#pause-queue`, "default", chromedp.ByQuery),
+		chromedp.SetValue(`#pause-reason`, "e2e hold", chromedp.ByQuery),
 		chromedp.Click(`#pause-button`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#pauses table button`, chromedp.ByQuery), // the pause's Resume button
 		chromedp.Text(`#pauses`, &pausesText, chromedp.ByQuery),
+		chromedp.ActionFunc(func(context.Context) error {
+			pausesListed = getPauses(t, base)
+			return nil
+		}),
 		chromedp.WaitVisible(`#limits h2`, chromedp.ByQuery),
 		chromedp.Text(`#limits`, &limitsText, chromedp.ByQuery),
 		shot("overview-paused"),
+		step("resume it with the pause's button"),
+		chromedp.Click(`#pauses table button`, chromedp.ByQuery),
+		chromedp.WaitNotPresent(`#pauses table button`, chromedp.ByQuery),
 		step("go to the dead letters"),
 		chromedp.Click(`#nav a[data-page="dead-letters"]`, chromedp.ByQuery),
 		chromedp.WaitVisible(box, chromedp.ByQuery),
@@ -188,7 +202,10 @@ func TestUIRequeueDeadLetter(t *testing.T) {
 	if !strings.Contains(overviewStats, "dead letters") {
 		t.Errorf("the overview's figures %q do not show the dead letters", overviewStats)
 	}
-	for _, want := range []string{"held-by-console", "operator", "console", "e2e hold", "Resume"} {
+	if want := `queue "held-by-console" has no job and no pause`; !strings.Contains(pauseRefused, want) {
+		t.Errorf("the page said %q after a pause of a queue with no job, want %q", pauseRefused, want)
+	}
+	for _, want := range []string{"default", "operator", "console", "e2e hold", "Resume"} {
 		if !strings.Contains(pausesText, want) {
 			t.Errorf("the overview's pauses %q lack %q after the Pause form was sent", pausesText, want)
 		}
@@ -196,8 +213,11 @@ func TestUIRequeueDeadLetter(t *testing.T) {
 	if !strings.Contains(limitsText, "Limits across processes") || !strings.Contains(limitsText, "no limits") {
 		t.Errorf("the overview's limits card says %q, want its title and no limits (weir run sets none)", limitsText)
 	}
-	if ps := getPauses(t, base); !strings.Contains(ps, `"queue": "held-by-console"`) {
-		t.Errorf("the admin API lists %s after the console's pause, want held-by-console", ps)
+	if !strings.Contains(pausesListed, `"queue": "default"`) || strings.Contains(pausesListed, "held-by-console") {
+		t.Errorf("the admin API lists %s after the console's pauses, want default alone", pausesListed)
+	}
+	if ps := getPauses(t, base); strings.Contains(ps, `"queue": "default"`) {
+		t.Errorf("the admin API lists %s after the Resume button, want no pause of default", ps)
 	}
 	if !checked {
 		t.Error("the dead letter's checkbox was not checked by the click")

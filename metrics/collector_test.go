@@ -162,7 +162,7 @@ func TestPauseCollectorReportsWhatIsPaused(t *testing.T) {
 	ctx := context.Background()
 	fc := clock.NewFake(t0)
 	ex, reg := sqliteMetrics(t, fc)
-	if _, err := ex.Pause(ctx, t0, store.PauseParams{Queue: "docs", By: "alice"}); err != nil {
+	if _, err := ex.Pause(ctx, t0, store.PauseParams{Queue: "docs", By: "alice", KnownQueue: true}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ex.Pause(ctx, t0, store.PauseParams{Queue: "docs", Kind: "extract", Cause: weirtype.PauseRetryAfter,

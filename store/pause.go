@@ -73,6 +73,11 @@ type PauseParams struct {
 	// job, in any state, with an error wrapping ErrNotFound: a name
 	// mistyped would pause nothing.
 	KnownKind bool
+	// KnownQueue says the caller knows Queue exists (a client that works
+	// it), for a pause of a whole queue. Otherwise Pause refuses a queue
+	// that has no job, in any state, and no pause, with an error wrapping
+	// ErrNotFound.
+	KnownQueue bool
 }
 
 // Normalize returns p with its defaults, or an error wrapping ErrInvalid
@@ -129,3 +134,4 @@ func SortPauses(ps []*weirtype.Pause) {
 		return cmp.Or(cmp.Compare(a.Queue, b.Queue), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Cause, b.Cause))
 	})
 }
+

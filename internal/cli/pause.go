@@ -73,7 +73,11 @@ func setupJobsPause(fs *flag.FlagSet) subRun {
 		}
 		return withExecutor(ctx, sf, func(ex store.Executor) error {
 			p, err := ex.Pause(ctx, time.Now(), store.PauseParams{Queue: *queue, Kind: *kind, By: *by, Reason: *reason})
-			if errors.Is(err, store.ErrNotFound) {
+			switch {
+			case errors.Is(err, store.ErrNotFound) && *kind == "":
+				return fmt.Errorf("queue %q has no job and no pause: check the name (weir jobs list); "+
+					"a client that works the queue can pause it before its first job (Client.Pause)", *queue)
+			case errors.Is(err, store.ErrNotFound):
 				return fmt.Errorf("queue %q has no job of kind %q: check the names (weir jobs list -queue %s)", *queue, *kind, *queue)
 			}
 			if err != nil {

@@ -456,6 +456,8 @@ func TestJobsPauseAndResume(t *testing.T) {
 
 	code, _, errOut = f.run("jobs", "pause", "-queue", "docs", "-kind", "extrct")
 	want(t, "jobs pause of a mistyped kind", code, 1, errOut, `queue "docs" has no job of kind "extrct"`)
+	code, _, errOut = f.run("jobs", "pause", "-queue", "dcos")
+	want(t, "jobs pause of a mistyped queue", code, 1, errOut, `queue "dcos" has no job and no pause: check the name`)
 	code, _, errOut = f.run("jobs", "pause", "-kind", "extract")
 	want(t, "jobs pause without a queue", code, 2, errOut, "-queue")
 	code, _, errOut = f.run("jobs", "resume", "-queue", "docs", "-cause", "whim")

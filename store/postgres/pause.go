@@ -52,6 +52,17 @@ func (e executor) Pause(ctx context.Context, now time.Time, p store.PauseParams)
 				return fmt.Errorf("postgres: %s: %w: queue %q has no job of kind %q", op, store.ErrNotFound, p.Queue, p.Kind)
 			}
 		}
+		if p.Kind == "" && !p.KnownQueue {
+			var found bool
+			err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+schema+`.weir_jobs WHERE queue = $1)
+	OR EXISTS (SELECT 1 FROM `+schema+`.weir_pauses WHERE queue = $1)`, p.Queue).Scan(&found)
+			if err != nil {
+				return dbError(op, err)
+			}
+			if !found {
+				return fmt.Errorf("postgres: %s: %w: queue %q has no job and no pause", op, store.ErrNotFound, p.Queue)
+			}
+		}
 		var err error
 		out, err = scanPause(q.QueryRow(ctx, `INSERT INTO `+schema+`.weir_pauses AS w
 	(queue, kind, cause, paused_by, reason, paused_at, until_at, open_for)

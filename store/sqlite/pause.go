@@ -63,6 +63,17 @@ func (e executor) Pause(ctx context.Context, now time.Time, p store.PauseParams)
 				return fmt.Errorf("%w: queue %q has no job of kind %q", store.ErrNotFound, p.Queue, p.Kind)
 			}
 		}
+		if p.Kind == "" && !p.KnownQueue {
+			var found bool
+			err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM weir_jobs WHERE queue = ?1)
+	OR EXISTS (SELECT 1 FROM weir_pauses WHERE queue = ?1)`, p.Queue).Scan(&found)
+			if err != nil {
+				return err
+			}
+			if !found {
+				return fmt.Errorf("%w: queue %q has no job and no pause", store.ErrNotFound, p.Queue)
+			}
+		}
 		var openFor int64
 		if p.Cause == weirtype.PauseBreaker {
 			openFor = p.Until.Sub(now).Microseconds()
