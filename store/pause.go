@@ -134,4 +134,3 @@ func SortPauses(ps []*weirtype.Pause) {
 		return cmp.Or(cmp.Compare(a.Queue, b.Queue), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Cause, b.Cause))
 	})
 }
-
