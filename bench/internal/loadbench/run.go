@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -281,7 +282,28 @@ func runOne(ctx context.Context, cfg Config, sys System, workers int, admin *pgx
 	}
 	fmt.Fprintf(logw, "# %s workers=%d: produced %d, lost %d, duplicate completions %d, reruns %d, unfinished %d (drain %.1fs)\n",
 		sys, workers, r.Produced, r.Lost, r.DupCompleted, r.Reruns, r.Unfinished, r.DrainSeconds)
+	if r.Unfinished > 0 {
+		showUnfinished(context.WithoutCancel(ctx), admin, t, sys, workers, logw)
+	}
 	return r
+}
+
+// showUnfinished logs the first few jobs the drain left unfinished, each
+// row as JSON (its state, attempts and errors say why).
+func showUnfinished(ctx context.Context, admin *pgxpool.Pool, t *target, sys System, workers int, logw io.Writer) {
+	rows, err := admin.Query(ctx, `SELECT left(row_to_json(j)::text, 1500) FROM `+t.qualified+` j WHERE state::text <> 'completed' ORDER BY id LIMIT 5`)
+	if err != nil {
+		fmt.Fprintf(logw, "# %s workers=%d: the unfinished jobs could not be read: %v\n", sys, workers, err)
+		return
+	}
+	js, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		fmt.Fprintf(logw, "# %s workers=%d: the unfinished jobs could not be read: %v\n", sys, workers, err)
+		return
+	}
+	for _, j := range js {
+		fmt.Fprintf(logw, "# %s workers=%d: unfinished: %s\n", sys, workers, j)
+	}
 }
 
 // runPhase runs one phase and, after a fault, its recovery window.
