@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,6 +106,14 @@ func TestPauseRefusesWhatItCannotPause(t *testing.T) {
 	}
 	if _, err := e.c.Pause(ctx, weir.PauseParams{Queue: weir.DefaultQueue, Kind: "typo"}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Pause of an unknown kind: %v, want ErrNotFound", err)
+	}
+	// A queue the client works may be paused before its first job; one it
+	// does not work, with no job and no pause, is refused.
+	if p, err := e.c.Pause(ctx, weir.PauseParams{Queue: weir.DefaultQueue}); err != nil || p.Queue != weir.DefaultQueue || p.Kind != "" {
+		t.Fatalf("Pause of the client's queue = %+v, %v", p, err)
+	}
+	if _, err := e.c.Pause(ctx, weir.PauseParams{Queue: "defualt"}); !errors.Is(err, store.ErrNotFound) || !strings.Contains(err.Error(), `queue "defualt" has no job and no pause`) {
+		t.Fatalf("Pause of a queue the client does not work: %v, want ErrNotFound naming it", err)
 	}
 	// A registered kind's queue comes from its KindConfig, before its
 	// first job.

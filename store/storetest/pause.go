@@ -94,7 +94,6 @@ func testPauseQueue(t *testing.T, h Harness) {
 	ex := migratedExecutor(t, h)
 	insertKinds(t, ex, "pq", "a", "b")
 	insertKinds(t, ex, "other", "a")
-	// A queue with no job yet may be paused: its jobs wait from the first.
 	p := pause(t, ex, now, store.PauseParams{Queue: "pq", By: "ops", Reason: "index rebuild"})
 	want := weirtype.Pause{Queue: "pq", Cause: weirtype.PauseOperator, By: "ops", Reason: "index rebuild", PausedAt: now}
 	if *p != want {
@@ -169,6 +168,7 @@ func testPauseInvalid(t *testing.T, h Harness) {
 		{"reason too long", store.PauseParams{Queue: "pi", Reason: string(make([]byte, store.MaxPauseReason+1))}, store.ErrInvalid},
 		{"kind with no job", store.PauseParams{Queue: "pi", Kind: "typo"}, store.ErrNotFound},
 		{"kind of another queue", store.PauseParams{Queue: "elsewhere", Kind: "a"}, store.ErrNotFound},
+		{"queue with no job", store.PauseParams{Queue: "elsewhere"}, store.ErrNotFound},
 	} {
 		if _, err := ex.Pause(ctx, now, c.p); !errors.Is(err, c.want) {
 			t.Errorf("%s: Pause = %v, want %v", c.name, err, c.want)
@@ -179,6 +179,13 @@ func testPauseInvalid(t *testing.T, h Harness) {
 	pause(t, ex, now, store.PauseParams{Queue: "pi", Kind: "new", KnownKind: true})
 	if list, err := ex.ListPauses(ctx, now); err != nil || len(list) != 1 || list[0].Kind != "new" {
 		t.Fatalf("ListPauses = %v, %v; want only the pause of kind new", list, err)
+	}
+	// So may a queue the caller knows (a client works it); once paused,
+	// it is known to anyone by its pause.
+	pause(t, ex, now, store.PauseParams{Queue: "ahead", KnownQueue: true})
+	pause(t, ex, now, store.PauseParams{Queue: "ahead", By: "ops"})
+	if list, err := ex.ListPauses(ctx, now); err != nil || len(list) != 2 || list[0].Queue != "ahead" || list[0].By != "ops" {
+		t.Fatalf("ListPauses = %v, %v; want the pause of queue ahead, by ops, and that of kind new", list, err)
 	}
 	if _, err := ex.Resume(ctx, "", "", ""); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("Resume of no queue: %v, want ErrInvalid", err)
