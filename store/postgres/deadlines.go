@@ -312,7 +312,7 @@ func (e executor) lateConflict(ctx context.Context, q querier, op string, lr *we
 	who := fmt.Sprintf("postgres: %s %d of job %d at attempt %d", op, lr.ID, lr.JobID, lr.Attempt)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("%s: the job is gone: %w", who, store.ErrConflict)
+		return fmt.Errorf("%s: the job no longer exists (purged): %w", who, store.ErrConflict)
 	case err != nil:
 		return dbError(fmt.Sprintf("%s %d", op, lr.ID), err)
 	default:

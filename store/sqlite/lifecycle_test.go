@@ -291,57 +291,6 @@ func TestDeadlineExpiryNamesTheDeadline(t *testing.T) {
 	}
 }
 
-// TestCompleteLateRefusesAnAttemptThatIsNotLate: a job without a deadline
-// cannot be late, nor can a held attempt whose deadline has not passed
-// (it is Completed instead); both are refused as invalid, changing
-// nothing.
-func TestCompleteLateRefusesAnAttemptThatIsNotLate(t *testing.T) {
-	t.Parallel()
-	ctx, s, ex := migratedExec(t)
-	none := claimed(t, ex, store.InsertParams{Kind: "k", Queue: "none"}, "w")
-	onTime := claimed(t, ex, store.InsertParams{Kind: "k", Queue: "on-time", DeadlineAt: t0.Add(time.Minute)}, "w")
-	completeLate := func(at time.Time, l store.Lease) error { _, _, err := ex.CompleteLate(ctx, at, l); return err }
-	checkInvalid(t, []invalidCall{
-		{"no deadline", "has no deadline", completeLate(t0.Add(time.Hour), store.LeaseOf(none))},
-		{"deadline not passed", "has not passed", completeLate(t0.Add(time.Minute), store.LeaseOf(onTime))},
-		{"no owner", "owner", completeLate(t0.Add(time.Hour), store.Lease{ID: onTime.ID, Attempt: 1})},
-		{"zero time", "now", completeLate(time.Time{}, store.LeaseOf(onTime))},
-	})
-	for _, id := range []int64{none.ID, onTime.ID} {
-		if j := mustGet(t, s, id); j.State != weirtype.StateRunning || len(j.Errors) != 0 {
-			t.Fatalf("a refused late completion changed job %d: %+v", id, *j)
-		}
-	}
-	if lrs, err := ex.ListLateResults(ctx, store.LateResultFilter{}); err != nil || len(lrs) != 0 {
-		t.Fatalf("late results %v, %v; want none", lrs, err)
-	}
-}
-
-// TestLateResultOutlivesAPurge: purging the dead letter of a job with a
-// late result deletes the job but keeps the result, an audit record;
-// accepting it then is a conflict.
-func TestLateResultOutlivesAPurge(t *testing.T) {
-	t.Parallel()
-	ctx, _, ex := migratedExec(t)
-	j := claimed(t, ex, store.InsertParams{Kind: "k", DeadlineAt: t0}, "w")
-	lr, _, err := ex.CompleteLate(ctx, t0.Add(time.Minute), store.LeaseOf(j))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, err := ex.PurgeDeadLetters(ctx, store.DeadLetterFilter{}); err != nil || n != 1 {
-		t.Fatalf("purge: %d, %v", n, err)
-	}
-	if _, err := ex.GetJob(ctx, j.ID); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("purged job: %v, want ErrNotFound", err)
-	}
-	if _, err := ex.AcceptLateResult(ctx, t0.Add(time.Hour), lr.ID); !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), "no longer exists") {
-		t.Fatalf("accept of a purged job's result: %v, want ErrConflict", err)
-	}
-	if lrs, err := ex.ListLateResults(ctx, store.LateResultFilter{JobID: j.ID, Pending: true}); err != nil || len(lrs) != 1 || lrs[0].ID != lr.ID {
-		t.Fatalf("late results after the purge: %v, %v; want the pending one", lrs, err)
-	}
-}
-
 // TestCompleteLateInCallersTransaction: a late completion in a caller's
 // transaction rolls back with it: the job stays running, with no dead
 // letter and no late result.

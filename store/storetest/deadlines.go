@@ -149,13 +149,15 @@ func testCompleteLateNotLate(t *testing.T, h Harness) {
 	early := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "early", DeadlineAt: now.Add(time.Hour)}, "w1")
 	for _, c := range []struct {
 		name, says string
+		at         time.Time
 		l          store.Lease
 	}{
-		{"no deadline", "has no deadline", store.LeaseOf(none)},
-		{"deadline not passed", "has not passed", store.LeaseOf(early)},
-		{"no owner", "owner", store.Lease{ID: early.ID, Attempt: 1}},
+		{"no deadline", "has no deadline", now.Add(time.Hour), store.LeaseOf(none)},
+		{"deadline not passed", "has not passed", now.Add(time.Hour), store.LeaseOf(early)},
+		{"no owner", "owner", now.Add(time.Hour), store.Lease{ID: early.ID, Attempt: 1}},
+		{"zero time", "now", time.Time{}, store.LeaseOf(early)},
 	} {
-		if _, _, err := ex.CompleteLate(ctx, now.Add(time.Hour), c.l); !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), c.says) {
+		if _, _, err := ex.CompleteLate(ctx, c.at, c.l); !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("%s: %v, want ErrInvalid saying %q", c.name, err, c.says)
 		}
 	}
@@ -288,8 +290,8 @@ func testLateResultPurged(t *testing.T, h Harness) {
 	if got, err := ex.ListLateResults(ctx, store.LateResultFilter{JobID: j.ID}); err != nil || len(got) != 1 || got[0].ID != lr.ID {
 		t.Fatalf("late results after a purge: %v, %v", got, err)
 	}
-	if _, err := ex.AcceptLateResult(ctx, now.Add(time.Hour), lr.ID); !errors.Is(err, store.ErrConflict) {
-		t.Fatalf("accept of a purged job's result: %v, want ErrConflict", err)
+	if _, err := ex.AcceptLateResult(ctx, now.Add(time.Hour), lr.ID); !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), "no longer exists") {
+		t.Fatalf("accept of a purged job's result: %v, want ErrConflict saying the job no longer exists", err)
 	}
 	if got, err := ex.ListLateResults(ctx, store.LateResultFilter{JobID: j.ID, Pending: true}); err != nil || len(got) != 1 || got[0].ID != lr.ID {
 		t.Fatalf("late results after the refused accept: %v, %v; want the pending one", got, err)
