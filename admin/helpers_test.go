@@ -101,18 +101,12 @@ func (fx *fixture) do(method, target, body string) response {
 
 func (fx *fixture) doAuth(method, target, body, auth string) response {
 	fx.t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req := httptest.NewRequest(method, target, rd)
-	req.Host = "127.0.0.1:8080"
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
-	}
+	ct := ""
 	if body != "" || method == http.MethodPost {
-		req.Header.Set("Content-Type", "application/json")
+		ct = "application/json"
 	}
+	req := httptestRequest(method, target, body, ct, auth)
+	req.Host = "127.0.0.1:8080"
 	rec := serve(fx.h, req)
 	res := response{code: rec.Code, header: rec.Header(), raw: rec.Body.String()}
 	if ct := rec.Header().Get("Content-Type"); ct == "application/json" {
