@@ -2,11 +2,15 @@ package admin_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/weirtype"
 )
 
 // An operator pauses a queue's kind through the admin API, sees it listed
@@ -88,5 +92,71 @@ func TestPauseRefusesBadRequests(t *testing.T) {
 	}
 	if ps, err := fx.ex.ListPauses(context.Background(), t0); err != nil || len(ps) != 0 {
 		t.Errorf("refused requests paused %v (%v)", ps, err)
+	}
+}
+
+// The limits the clients recorded are listed with their running attempts
+// and the rate's window.
+func TestLimitsListedThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, "s3cret")
+	ctx := context.Background()
+	res := fx.do(http.MethodGet, "/api/admin/limits", "")
+	if ls, ok := res.body["limits"].([]any); res.code != http.StatusOK || !ok || len(ls) != 0 {
+		t.Fatalf("limits of a store without any: %d %s", res.code, res.raw)
+	}
+	if _, err := fx.ex.SetLimit(ctx, t0, store.LimitParams{Key: "llm", Kinds: []string{"extract", "summarize"},
+		MaxRunning: 4, Rate: 60, Per: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fx.ex.Insert(ctx, t0, []store.InsertParams{{Kind: "extract", Queue: "docs"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fx.ex.Claim(ctx, store.ClaimParams{Now: t0, Queue: "docs", Limit: 5, Owner: "w", LeaseFor: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	res = fx.do(http.MethodGet, "/api/admin/limits", "")
+	for _, want := range []string{`"key": "llm"`, `"max_running": 4`, `"running": 1`, `"rate": 60`, `"per_seconds": 60`,
+		`"window_starts": 1`, `"extract"`, `"summarize"`} {
+		if res.code != http.StatusOK || !strings.Contains(res.raw, want) {
+			t.Fatalf("limits: %d %s; want %s", res.code, res.raw, want)
+		}
+	}
+	if res := fx.do(http.MethodGet, "/api/admin/limits?x=1", ""); res.code != http.StatusBadRequest {
+		t.Fatalf("limits with a query: %d %s, want 400", res.code, res.raw)
+	}
+}
+
+// The job endpoint shows a running job's progress, and a completed job's
+// output; a job with neither leaves both out.
+func TestJobProgressAndOutput(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, "tok")
+	ctx := context.Background()
+	fx.insert("parse", "p", 2)
+	jobs := fx.claim("p", 2)
+	running, done := jobs[0], jobs[1]
+	if err := fx.ex.SetProgress(ctx, fx.clk.Now(), store.LeaseOf(running), weirtype.Progress{Percent: 25, Message: "page 10 of 40"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fx.ex.CompleteOutputs(ctx, fx.clk.Now(), []store.Completion{{Lease: store.LeaseOf(done), Output: json.RawMessage(`{"pages":40}`)}}); err != nil {
+		t.Fatal(err)
+	}
+
+	res := fx.ok(http.StatusOK, http.MethodGet, fmt.Sprintf("/api/admin/jobs/%d", running.ID), "")
+	p, _ := res.body["progress"].(map[string]any)
+	if p["percent"] != 25.0 || p["message"] != "page 10 of 40" || p["attempt"] != 1.0 || p["at"] != "2026-01-21T15:30:00Z" {
+		t.Errorf("progress of the running job: %v", res.body["progress"])
+	}
+	if _, ok := res.body["output"]; ok {
+		t.Errorf("a running job has an output: %v", res.body["output"])
+	}
+	res = fx.ok(http.StatusOK, http.MethodGet, fmt.Sprintf("/api/admin/jobs/%d", done.ID), "")
+	out, _ := res.body["output"].(map[string]any)
+	if res.body["state"] != "completed" || out["pages"] != 40.0 {
+		t.Errorf("completed job: state %v, output %v; want its output", res.body["state"], res.body["output"])
+	}
+	if _, ok := res.body["progress"]; ok {
+		t.Errorf("a job without progress shows one: %v", res.body["progress"])
 	}
 }
