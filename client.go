@@ -74,7 +74,11 @@ type Config struct {
 	HeartbeatEvery time.Duration
 	// PollEvery is how often an idle queue looks for jobs that became due
 	// (retries, scheduled jobs, inserts by other processes). An Insert
-	// through this client wakes its queue at once. Default 1 s.
+	// through this client wakes its queue at once. A busy queue claims
+	// from where its last claim began (store.ClaimParams.From), and from
+	// the head of the queue at least every PollEvery: a job ordered
+	// before that place (of a higher priority, inserted by another
+	// process) waits that long at most. Default 1 s.
 	PollEvery time.Duration
 	// RescueEvery is how often expired leases (of crashed workers) are
 	// rescued. Default 30 s.

@@ -38,6 +38,11 @@ type producer struct {
 	// limited: a kind of the queue has a MaxRunning or a Rate, so that a
 	// claim may come back short while jobs wait.
 	limited bool
+	// from is where the last full claim began, the next claim's hint
+	// (store.ClaimParams.From); zero for none. headBy is when the
+	// producer next claims from the head of the queue, without a hint.
+	from   store.ClaimFrom
+	headBy time.Time
 }
 
 // wake wakes the producer of queue, if this client works it.
@@ -91,9 +96,7 @@ func (c *Client) produce(p *producer) {
 			// releaseStrays, which must not take a job claimed and not yet
 			// among the running ones for one whose claim was lost.
 			c.claimMu.RLock()
-			jobs, err := c.ex.Claim(ctx, store.ClaimParams{
-				Now: now, Queue: p.queue, Limit: free, Owner: c.cfg.ID, LeaseFor: c.cfg.LeaseFor,
-			})
+			jobs, err := c.claim(ctx, p, now, free)
 			for _, j := range jobs {
 				running++
 				c.start(j, now, p.done)
@@ -127,11 +130,50 @@ func (c *Client) produce(p *producer) {
 		case <-t.C():
 		case <-p.wake:
 			t.Stop()
+			// The insert that woke it may be ordered before the hint.
+			p.from = store.ClaimFrom{}
 		case <-done:
 			t.Stop()
 			running--
 		}
 	}
+}
+
+// claim claims up to free jobs of p's queue at now. While the queue is
+// busy it claims from where its last full claim began (p.from), so that
+// the store need not read again the traces of the jobs claimed before
+// it; at least every PollEvery, after an insert of this client wakes it,
+// and in a limited queue, it claims from the head, so that a job ordered
+// before the hint (a higher priority, a place taken before it) waits at
+// most that long. A claim from a hint that comes back short is followed
+// at once by one from the head for the rest: a short claim says the
+// queue is empty only when it read the whole queue.
+func (c *Client) claim(ctx context.Context, p *producer, now time.Time, free int) ([]*weirtype.Job, error) {
+	from := p.from
+	if p.limited || !now.Before(p.headBy) {
+		from = store.ClaimFrom{}
+	}
+	params := store.ClaimParams{Now: now, Queue: p.queue, Limit: free, Owner: c.cfg.ID, LeaseFor: c.cfg.LeaseFor, From: from}
+	jobs, err := c.ex.Claim(ctx, params)
+	hinted := !from.IsZero()
+	if err == nil && hinted && len(jobs) < free {
+		params.From, params.Limit = store.ClaimFrom{}, free-len(jobs)
+		var more []*weirtype.Job
+		more, err = c.ex.Claim(ctx, params)
+		jobs = append(jobs, more...)
+		p.headBy = now.Add(c.cfg.PollEvery)
+		p.from = store.ClaimFrom{} // the next claim starts at the head
+		return jobs, err
+	}
+	if !hinted {
+		p.headBy = now.Add(c.cfg.PollEvery)
+	}
+	p.from = store.ClaimFrom{}
+	if err == nil && len(jobs) == free {
+		// Claimed in the claim order: the first is where it began.
+		p.from = store.ClaimFromJob(jobs[0])
+	}
+	return jobs, err
 }
 
 // releaseStrays gives back the jobs the store says this client holds

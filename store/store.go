@@ -445,7 +445,35 @@ type ClaimParams struct {
 	Limit    int    // at least 1
 	Owner    string // required: the worker process's id
 	LeaseFor time.Duration
+	// From, when set, is a hint: the place in the claim order where the
+	// caller's last claim of the queue began (ClaimFromJob of the first
+	// job it took). A store may then start its search there and pass
+	// over the jobs ordered before it, so that a claim does not read
+	// again the traces of the jobs claimed before (PostgreSQL's index
+	// entries of finished attempts, kept until a vacuum). A caller that
+	// gives hints claims without one now and then: a job ordered before
+	// the hint (of a higher priority inserted since, or taken back with
+	// its old place) waits for that claim, and so do, on PostgreSQL, a
+	// breaker's probe and the kinds a limit holds, which only a claim
+	// from the head takes. SQLite ignores it.
+	From ClaimFrom
 }
+
+// ClaimFrom is a place in the claim order: higher Priority first, then
+// earlier ScheduledAt, then lower ID. The zero value is no place.
+type ClaimFrom struct {
+	Priority    int
+	ScheduledAt time.Time
+	ID          int64
+}
+
+// ClaimFromJob is the place of j in the claim order.
+func ClaimFromJob(j *weirtype.Job) ClaimFrom {
+	return ClaimFrom{Priority: j.Priority, ScheduledAt: j.ScheduledAt, ID: j.ID}
+}
+
+// IsZero reports whether f is no place.
+func (f ClaimFrom) IsZero() bool { return f == ClaimFrom{} }
 
 // Lease names one attempt of a running job and the worker that holds it.
 // A lease is held while the job is running, by Owner, at Attempt: once the

@@ -98,7 +98,13 @@ func CheckLeases(leases []Lease) error {
 // Validate refuses a claim of no job, without an owner or a lease, or at
 // the zero time.
 func (p ClaimParams) Validate() error {
-	return FirstError(CheckLimit(p.Limit), CheckOwner(p.Owner), CheckLeaseFor(p.LeaseFor), CheckNow(p.Now))
+	if err := FirstError(CheckLimit(p.Limit), CheckOwner(p.Owner), CheckLeaseFor(p.LeaseFor), CheckNow(p.Now)); err != nil {
+		return err
+	}
+	if !p.From.IsZero() && (p.From.ID < 1 || p.From.ScheduledAt.IsZero()) {
+		return invalidf("from: a place needs a job id and a scheduled time (ClaimFromJob), got id %d at %v", p.From.ID, p.From.ScheduledAt)
+	}
+	return nil
 }
 
 // Validate refuses a failure of a lease that is not valid, at the zero

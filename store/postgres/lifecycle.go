@@ -23,8 +23,8 @@ import (
 // abandoned with its dead letter) is one statement with data-modifying
 // CTEs.
 type lifecycleQueries struct {
-	claim, heartbeat, complete, completeMany, failRetry, failAbandon, snooze, cancel, jobLease string
-	rescue, release, releaseExcept, getDeadLetter                                              string
+	claim, claimFrom, heartbeat, complete, completeMany, failRetry, failAbandon, snooze, cancel, jobLease string
+	rescue, release, releaseExcept, getDeadLetter                                                         string
 }
 
 // deadLetterColumns are the columns scanDeadLetter reads, in its order.
@@ -77,7 +77,8 @@ func newLifecycleQueries(schema, channel string) lifecycleQueries {
 		// committed since this statement's snapshot is re-checked when it
 		// is locked, and dropped. The function turns sorts off, so the
 		// ordered scan is chosen whatever the table's statistics say.
-		claim: `SELECT ` + jobColumns + ` FROM ` + schema + `.weir_claim($1::timestamptz, $2, $3, $4, $5::timestamptz)`,
+		claim:     `SELECT ` + jobColumns + ` FROM ` + schema + `.weir_claim($1::timestamptz, $2, $3, $4, $5::timestamptz)`,
+		claimFrom: `SELECT ` + jobColumns + ` FROM ` + schema + `.weir_claim_from($1::timestamptz, $2, $3, $4, $5::timestamptz, $6::integer, $7::timestamptz, $8::bigint)`,
 		// The leases come as three arrays of one length: job ids, owners
 		// and attempts. A job named twice is updated once.
 		heartbeat: `UPDATE ` + jobs + ` AS j SET lease_expires_at = $5::timestamptz, updated_at = $4::timestamptz
@@ -360,10 +361,14 @@ func (e executor) Claim(ctx context.Context, p store.ClaimParams) ([]*weirtype.J
 	}
 	now := micro(p.Now)
 	expires := micro(now.Add(p.LeaseFor))
+	sql, args := e.s.sql.claim, []any{now, p.Queue, p.Limit, p.Owner, expires}
+	if !p.From.IsZero() {
+		sql, args = e.s.sql.claimFrom, append(args, p.From.Priority, micro(p.From.ScheduledAt), p.From.ID)
+	}
 	var jobs []*weirtype.Job
 	err := e.run(ctx, func(q querier) error {
 		var err error
-		jobs, err = queryJobs(ctx, q, e.s.sql.claim, now, p.Queue, p.Limit, p.Owner, expires)
+		jobs, err = queryJobs(ctx, q, sql, args...)
 		return err
 	})
 	if err != nil {

@@ -531,3 +531,57 @@ func benchClaimComplete(b *testing.B, limit *store.LimitParams) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(done), "ns/job")
 }
+
+// A claim from a hint starts at the hint's place in the claim order: it
+// takes the jobs of the hint's priority from there on, then those of
+// lower priorities, and passes over the jobs ordered before the hint (of
+// a higher priority, or inserted with an earlier time), which the next
+// claim without a hint takes.
+func TestClaimFromAHintStartsThere(t *testing.T) {
+	t.Parallel()
+	ex := migratedExecutor(t)
+	var ids []int64
+	for i := range 5 {
+		ids = append(ids, insert(t, ex, store.InsertParams{Kind: "k", Queue: "q", ScheduledAt: now.Add(time.Duration(i) * time.Second)}).Job.ID)
+	}
+	low := insert(t, ex, store.InsertParams{Kind: "k", Queue: "q", Priority: -1}).Job.ID
+	claim := func(from store.ClaimFrom, limit int) []*weirtype.Job {
+		t.Helper()
+		jobs, err := ex.Claim(context.Background(), store.ClaimParams{Now: now.Add(time.Minute), Queue: "q", Limit: limit, Owner: "w", LeaseFor: time.Minute, From: from})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return jobs
+	}
+	first := claim(store.ClaimFrom{}, 2)
+	if got := jobIDs(first); !slices.Equal(got, ids[:2]) {
+		t.Fatalf("claim without a hint took %v, want %v", got, ids[:2])
+	}
+	// Jobs ordered before the hint, inserted after the first claim.
+	high := insert(t, ex, store.InsertParams{Kind: "k", Queue: "q", Priority: 5}).Job.ID
+	early := insert(t, ex, store.InsertParams{Kind: "k", Queue: "q", ScheduledAt: now.Add(-time.Hour)}).Job.ID
+	from := store.ClaimFromJob(first[0])
+	if got := jobIDs(claim(from, 2)); !slices.Equal(got, ids[2:4]) {
+		t.Fatalf("claim from job %d took %v, want %v", first[0].ID, got, ids[2:4])
+	}
+	// The hint's priority runs out: the lower priorities follow.
+	if got := jobIDs(claim(from, 5)); !slices.Equal(got, []int64{ids[4], low}) {
+		t.Fatalf("claim from job %d took %v, want %v", first[0].ID, got, []int64{ids[4], low})
+	}
+	if got := jobIDs(claim(store.ClaimFrom{}, 5)); !slices.Equal(got, []int64{high, early}) {
+		t.Fatalf("claim without a hint took %v, want the jobs the hint passed over, %v", got, []int64{high, early})
+	}
+	if _, err := ex.Claim(context.Background(), store.ClaimParams{Now: now, Queue: "q", Limit: 1, Owner: "w", LeaseFor: time.Minute,
+		From: store.ClaimFrom{Priority: 1}}); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("claim from a place without a job: %v, want ErrInvalid", err)
+	}
+}
+
+// jobIDs returns the ids of jobs, in order.
+func jobIDs(jobs []*weirtype.Job) []int64 {
+	ids := make([]int64, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	return ids
+}

@@ -19,6 +19,7 @@ func lifecycleCases() []suiteCase {
 	return []suiteCase{
 		{"ClaimOrderQueueAndLease", testClaimOrder},
 		{"ClaimLimit", testClaimLimit},
+		{"ClaimFromAHintLosesNothing", testClaimFrom},
 		{"ClaimConcurrentTakesEachJobOnce", testClaimConcurrent},
 		{"Heartbeat", testHeartbeat},
 		{"CompleteNeedsTheLease", testComplete},
@@ -128,6 +129,32 @@ func testClaimLimit(t *testing.T, h Harness) {
 	}
 	if _, err := ex.Claim(context.Background(), store.ClaimParams{Now: now, Limit: 1, LeaseFor: lease}); !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("claim without an owner: %v, want ErrInvalid", err)
+	}
+}
+
+// A claim from a hint (ClaimParams.From) may pass over the jobs ordered
+// before it, never take one twice, and a claim from the head then takes
+// those it passed over; a place without a job or a time is refused.
+func testClaimFrom(t *testing.T, h Harness) {
+	ex := migratedExecutor(t, h)
+	ctx := context.Background()
+	var all []int64
+	for i := range 6 {
+		all = append(all, insertOne(t, ex, now, store.InsertParams{Kind: "k", Queue: "cf", ScheduledAt: now.Add(-time.Duration(6-i) * time.Second)}).Job.ID)
+	}
+	first := claim(t, ex, now, "cf", "w", 2)
+	all = append(all, insertOne(t, ex, now, store.InsertParams{Kind: "k", Queue: "cf", Priority: 3}).Job.ID)
+	jobs, err := ex.Claim(ctx, store.ClaimParams{Now: now, Queue: "cf", Limit: 3, Owner: "w", LeaseFor: lease, From: store.ClaimFromJob(first[0])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest := claim(t, ex, now, "cf", "w", 10)
+	got := slices.Sorted(slices.Values(append(append(ids(first), ids(jobs)...), ids(rest)...)))
+	if !slices.Equal(got, all) {
+		t.Fatalf("claims from the head, from a hint and from the head again took %v, want each of %v once", got, all)
+	}
+	if _, err := ex.Claim(ctx, store.ClaimParams{Now: now, Queue: "cf", Limit: 1, Owner: "w", LeaseFor: lease, From: store.ClaimFrom{Priority: 1}}); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("claim from a place without a job: %v, want ErrInvalid", err)
 	}
 }
 

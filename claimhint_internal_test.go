@@ -1,0 +1,76 @@
+package weir
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/weirtype"
+)
+
+// claimsRecorded answers each Claim with the next of answers (as many
+// jobs as it gives, ids from next) and records the params.
+type claimsRecorded struct {
+	engineStore
+	answers []int
+	next    int64
+	params  []store.ClaimParams
+}
+
+func (c *claimsRecorded) Claim(_ context.Context, p store.ClaimParams) ([]*weirtype.Job, error) {
+	c.params = append(c.params, p)
+	n := c.answers[0]
+	c.answers = c.answers[1:]
+	jobs := make([]*weirtype.Job, n)
+	for i := range jobs {
+		c.next++
+		jobs[i] = &weirtype.Job{ID: c.next, ScheduledAt: p.Now, Priority: 0}
+	}
+	return jobs, nil
+}
+
+// The producer claims from where its last full claim began, claims from
+// the head of the queue at least every PollEvery and at once after a
+// hinted claim that came back short, and never from a hint in a limited
+// queue.
+func TestClaimHintsAndClaimsFromTheHead(t *testing.T) {
+	t0 := time.Date(2026, 1, 21, 15, 30, 0, 0, time.UTC)
+	rec := &claimsRecorded{answers: []int{4, 4, 4, 2, 2, 4, 4}}
+	c := &Client{cfg: Config{ID: "w", PollEvery: time.Second, LeaseFor: time.Minute}, ex: rec}
+	p := &producer{queue: "q"}
+	claim := func(at time.Duration, free int) []*weirtype.Job {
+		t.Helper()
+		jobs, err := c.claim(context.Background(), p, t0.Add(at), free)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return jobs
+	}
+	from := func(i int) store.ClaimFrom { return rec.params[i].From }
+
+	first := claim(0, 4) // from the head: no hint yet
+	claim(100*time.Millisecond, 4)
+	if !from(0).IsZero() || from(1) != store.ClaimFromJob(first[0]) {
+		t.Fatalf("hints %+v then %+v, want none then the first job of the first claim", from(0), from(1))
+	}
+	claim(time.Second, 4) // PollEvery after the last claim from the head
+	if !from(2).IsZero() {
+		t.Fatalf("the claim a PollEvery after the head's has hint %+v, want none", from(2))
+	}
+	// A hinted claim that comes back short is followed by one from the
+	// head for the rest.
+	if jobs := claim(1100*time.Millisecond, 4); len(jobs) != 4 || from(3).IsZero() || !from(4).IsZero() || rec.params[4].Limit != 2 {
+		t.Fatalf("short hinted claim: %d jobs, params %+v", len(jobs), rec.params[3:])
+	}
+	if !p.from.IsZero() {
+		t.Fatalf("after a claim from the head for the rest, the next hint is %+v, want none", p.from)
+	}
+	// A limited queue claims from the head.
+	p.limited = true
+	claim(1200*time.Millisecond, 4)
+	claim(1300*time.Millisecond, 4)
+	if !from(6).IsZero() {
+		t.Fatalf("a limited queue's claim has hint %+v, want none", from(6))
+	}
+}
