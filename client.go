@@ -244,7 +244,13 @@ type Client struct {
 	// such a claim may have taken (see releaseStrays). claimMu comes
 	// before mu.
 	claimMu sync.RWMutex
-	strays  atomic.Bool
+	// limitedClaims makes the claims of a client with a limited kind one
+	// at a time: on PostgreSQL a claim that finds a limit's key held by
+	// another gets no room from it, and two producers of one client
+	// claiming at once would leave one of them short while the limit has
+	// room, waiting for the next wake or poll.
+	limitedClaims sync.Mutex
+	strays        atomic.Bool
 
 	// holds are the pauses this client wrote for its kinds (holdAfter),
 	// with their ends, so that a burst of failures writes one.
@@ -363,9 +369,12 @@ func NewClient(cfg Config) (*Client, error) {
 			done:  make(chan struct{}, q.MaxWorkers),
 		}
 	}
-	for _, r := range kinds {
-		if r.cfg.limited() {
-			c.producers[r.cfg.Queue].limited = true
+	// A limited kind may be inserted in any queue (InsertOpts.Queue), and
+	// kinds of several queues may share a limit: with any limited kind,
+	// every producer of the client is limited.
+	if len(limits) > 0 {
+		for _, p := range c.producers {
+			p.limited = true
 		}
 	}
 	return c, nil

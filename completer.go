@@ -267,22 +267,26 @@ func (c *Client) writeCompletions(xs []completion) error {
 		}
 		c.forget(l.ID, x.run)
 	}
-	c.wakeLimited(xs)
+	for _, x := range xs {
+		if c.wakeLimited(x.kind) {
+			break
+		}
+	}
 	return nil
 }
 
-// wakeLimited wakes the producers of the limited queues of xs, whose
-// successes were just written: their limits may have room again.
-func (c *Client) wakeLimited(xs []completion) {
-	var last string
-	for _, x := range xs {
-		if x.queue != last {
-			if p := c.producers[x.queue]; p != nil && p.limited {
-				c.wake(x.queue)
-			}
-			last = x.queue
-		}
+// wakeLimited wakes every producer when kind is limited (an attempt of it
+// has ended and its end is written, so that its limit may have room
+// again), and reports whether it did.
+func (c *Client) wakeLimited(kind string) bool {
+	r := c.kinds[kind]
+	if r == nil || !r.cfg.limited() {
+		return false
 	}
+	for q := range c.producers {
+		c.wake(q)
+	}
+	return true
 }
 
 // logBatchIDs is the most job ids a line about a batch of completions

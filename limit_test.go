@@ -227,3 +227,57 @@ func TestLimitedQueueClaimsAsAttemptsEnd(t *testing.T) {
 		}
 	})
 }
+
+// task2 is a second kind, for tests of two kinds in one client.
+type task2 struct{}
+
+func (task2) Kind() string { return "task2" }
+
+// Two kinds in two queues share one MaxRunning through RateLimitKey: the
+// attempts of one queue's kind free the limit for the other queue too,
+// whose producer claims again with the clock standing.
+func TestSharedLimitAcrossQueuesRunsBoth(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, open opener) {
+		var ran1, ran2 atomic.Int64
+		w := weir.WorkFunc(func(context.Context, *weir.Job[task]) error { ran1.Add(1); return nil })
+		w2 := weir.WorkFunc(func(context.Context, *weir.Job[task2]) error { ran2.Add(1); return nil })
+		e := newEnvOn(t, open, w, weir.KindConfig{MaxRunning: 1, RateLimitKey: "api"}, func(c *weir.Config) {
+			c.Queues = map[string]weir.QueueConfig{weir.DefaultQueue: {MaxWorkers: 4}, "q2": {MaxWorkers: 4}}
+			if err := weir.AddWorker(c.Workers, w2, weir.KindConfig{MaxRunning: 1, RateLimitKey: "api", Queue: "q2"}); err != nil {
+				t.Fatal(err)
+			}
+		}).start()
+		const n = 20
+		for range n {
+			e.insert(task{}, nil)
+			if _, err := e.c.Insert(context.Background(), task2{}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		eventually.True(t, "every job of both queues run with the clock standing", waitLimit, func() (bool, string) {
+			return ran1.Load() == n && ran2.Load() == n, fmt.Sprintf("queue default %d of %d, queue q2 %d of %d", ran1.Load(), n, ran2.Load(), n)
+		})
+	})
+}
+
+// A limited kind inserted in another queue of the client (InsertOpts.Queue)
+// runs there one attempt after another with the clock standing, as in its
+// own queue.
+func TestLimitedKindInAnotherQueueRuns(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, open opener) {
+		var ran atomic.Int64
+		w := weir.WorkFunc(func(context.Context, *weir.Job[task]) error { ran.Add(1); return nil })
+		e := newEnvOn(t, open, w, weir.KindConfig{MaxRunning: 2}, func(c *weir.Config) {
+			c.Queues = map[string]weir.QueueConfig{weir.DefaultQueue: {MaxWorkers: 4}, "other": {MaxWorkers: 4}}
+		}).start()
+		const n = 20
+		for range n {
+			e.insert(task{}, &weir.InsertOpts{Queue: "other"})
+		}
+		eventually.True(t, "every job run with the clock standing", waitLimit, func() (bool, string) {
+			return ran.Load() == n, fmt.Sprintf("%d of %d", ran.Load(), n)
+		})
+	})
+}

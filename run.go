@@ -35,8 +35,9 @@ type producer struct {
 	max   int
 	wake  chan struct{} // an insert made a job, or a limit may have room: claim now
 	done  chan struct{} // a job finished: a slot is free (capacity max)
-	// limited: a kind of the queue has a MaxRunning or a Rate, so that a
-	// claim may come back short while jobs wait.
+	// limited: a kind of the client has a MaxRunning or a Rate, so that a
+	// claim may come back short while jobs wait, and an attempt that ends
+	// in any queue may give room to this one.
 	limited bool
 	// from is where the last full claim began, the next claim's hint
 	// (store.ClaimParams.From); zero for none. headBy is when the
@@ -60,10 +61,11 @@ func (c *Client) wake(queue string) {
 // finds fewer jobs than it asked for, the queue is empty: freed slots no
 // longer wake the producer, which waits for an insert, a retry due at
 // once (finish wakes it) or the poll, so that an idle queue does not cost
-// a claim per finished job. In a limited queue a short claim may mean a
-// limit without room, which the attempts of the kind free as they end:
-// there freed slots still wake the producer, and so does the completer
-// once it has written the successes of the queue's jobs.
+// a claim per finished job. In a client with a limited kind a short claim
+// may mean a limit without room, which the attempts of the kind free as
+// they end, in this queue or another: there freed slots still wake the
+// producer, and every producer is woken once an attempt of a limited kind
+// has ended and its end is written (by the completer, for a success).
 //
 // While claims fail (the store is down) it waits longer after each, up to
 // backoff.PollCap, so that an outage is not met with a claim and a log
@@ -143,7 +145,8 @@ func (c *Client) produce(p *producer) {
 // busy it claims from where its last full claim began (p.from), so that
 // the store need not read again the traces of the jobs claimed before
 // it; at least every PollEvery, after an insert of this client wakes it,
-// and in a limited queue, it claims from the head, so that a job ordered
+// and in a client with a limited kind, it claims from the head (which
+// alone takes the limited kinds and a breaker's probe), so that a job ordered
 // before the hint (a higher priority, a place taken before it) waits at
 // most that long. A claim from a hint that comes back short is followed
 // at once by one from the head for the rest: a short claim says the
@@ -152,6 +155,10 @@ func (c *Client) claim(ctx context.Context, p *producer, now time.Time, free int
 	from := p.from
 	if p.limited || !now.Before(p.headBy) {
 		from = store.ClaimFrom{}
+	}
+	if p.limited {
+		c.limitedClaims.Lock()
+		defer c.limitedClaims.Unlock()
 	}
 	params := store.ClaimParams{Now: now, Queue: p.queue, Limit: free, Owner: c.cfg.ID, LeaseFor: c.cfg.LeaseFor, From: from}
 	jobs, err := c.ex.Claim(ctx, params)
@@ -240,6 +247,9 @@ func (c *Client) start(j *weirtype.Job, claimedAt time.Time, done chan<- struct{
 		defer cancel(nil)
 		if !c.run(ctx, r, j) {
 			c.forget(j.ID, r)
+			// Its end is written (a failure, a snooze): a limit of its
+			// kind may have room in another queue.
+			c.wakeLimited(j.Kind)
 		}
 	}()
 }
