@@ -66,11 +66,11 @@ func TestClaimHintsAndClaimsFromTheHead(t *testing.T) {
 	if !p.from.IsZero() {
 		t.Fatalf("after a claim from the head for the rest, the next hint is %+v, want none", p.from)
 	}
-	// A limited queue claims from the head.
-	p.limited = true
+	// A client with a limited kind claims from the head.
+	c.limits = []store.LimitParams{{Key: "k", Kinds: []string{"k"}, MaxRunning: 1}}
 	claim(1200*time.Millisecond, 4)
 	claim(1300*time.Millisecond, 4)
 	if !from(6).IsZero() {
-		t.Fatalf("a limited queue's claim has hint %+v, want none", from(6))
+		t.Fatalf("a limited client's claim has hint %+v, want none", from(6))
 	}
 }

@@ -369,16 +369,15 @@ func NewClient(cfg Config) (*Client, error) {
 			done:  make(chan struct{}, q.MaxWorkers),
 		}
 	}
-	// A limited kind may be inserted in any queue (InsertOpts.Queue), and
-	// kinds of several queues may share a limit: with any limited kind,
-	// every producer of the client is limited.
-	if len(limits) > 0 {
-		for _, p := range c.producers {
-			p.limited = true
-		}
-	}
 	return c, nil
 }
+
+// limited reports whether a kind of the client has a MaxRunning or a Rate.
+// A limited kind may be inserted in any queue (InsertOpts.Queue), and kinds
+// of several queues may share a limit, so then every queue's claim may
+// come back short while jobs wait, and an attempt that ends in any queue
+// may give room to another.
+func (c *Client) limited() bool { return len(c.limits) > 0 }
 
 // ID returns the client's owner id (Config.ID or its default).
 func (c *Client) ID() string { return c.cfg.ID }

@@ -35,10 +35,6 @@ type producer struct {
 	max   int
 	wake  chan struct{} // an insert made a job, or a limit may have room: claim now
 	done  chan struct{} // a job finished: a slot is free (capacity max)
-	// limited: a kind of the client has a MaxRunning or a Rate, so that a
-	// claim may come back short while jobs wait, and an attempt that ends
-	// in any queue may give room to this one.
-	limited bool
 	// from is where the last full claim began, the next claim's hint
 	// (store.ClaimParams.From); zero for none. headBy is when the
 	// producer next claims from the head of the queue, without a hint.
@@ -121,7 +117,7 @@ func (c *Client) produce(p *producer) {
 			empty = len(jobs) < free
 		}
 		done := p.done
-		if empty && !p.limited {
+		if empty && !c.limited() {
 			done = nil
 		}
 		t := c.clock.NewTimer(backoff.PollDelay(c.cfg.PollEvery, fails))
@@ -153,10 +149,10 @@ func (c *Client) produce(p *producer) {
 // queue is empty only when it read the whole queue.
 func (c *Client) claim(ctx context.Context, p *producer, now time.Time, free int) ([]*weirtype.Job, error) {
 	from := p.from
-	if p.limited || !now.Before(p.headBy) {
+	if c.limited() || !now.Before(p.headBy) {
 		from = store.ClaimFrom{}
 	}
-	if p.limited {
+	if c.limited() {
 		c.limitedClaims.Lock()
 		defer c.limitedClaims.Unlock()
 	}
