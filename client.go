@@ -40,6 +40,15 @@ const (
 type QueueConfig struct {
 	// MaxWorkers is how many of the queue's jobs the client runs at once.
 	// Default 10.
+	//
+	// While the queue is busy the client also holds jobs claimed ahead:
+	// about as many as its workers finish while one claim is in flight
+	// (measured as it runs), at most MaxWorkers, none when attempts run
+	// long beside a claim or a kind of the client has a limit. A worker
+	// whose job ends starts one of them at once instead of waiting for a
+	// claim. They are held as running jobs are (leased, heartbeated):
+	// Stop gives back those no worker took, their attempts returned; a
+	// killed process's restart takes them back with the rest it held.
 	MaxWorkers int
 }
 
@@ -363,10 +372,12 @@ func NewClient(cfg Config) (*Client, error) {
 	c.completer = newCompleter(workers)
 	for name, q := range cfg.Queues {
 		c.producers[name] = &producer{
-			queue: name,
-			max:   q.MaxWorkers,
-			wake:  make(chan struct{}, 1),
-			done:  make(chan struct{}, q.MaxWorkers),
+			queue:  name,
+			max:    q.MaxWorkers,
+			wake:   make(chan struct{}, 1),
+			done:   make(chan struct{}, q.MaxWorkers),
+			ready:  make(chan *claimedJob, q.MaxWorkers),
+			refill: make(chan struct{}, 1),
 		}
 	}
 	return c, nil
@@ -512,6 +523,13 @@ func (c *Client) stop(ctx context.Context) error {
 	defer c.cancelLoops()
 	close(c.stopping)
 	c.producersWG.Wait()
+	ahead := 0
+	for _, p := range c.producers {
+		ahead += c.dropAhead(p)
+	}
+	if ahead > 0 {
+		c.log.Info("stopping: jobs claimed ahead are given back at the end, not run", "jobs", ahead)
+	}
 	c.periodicWG.Wait()
 	c.mu.Lock()
 	n := len(c.running)

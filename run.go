@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/weirhq/weir/clock"
@@ -40,6 +41,40 @@ type producer struct {
 	// producer next claims from the head of the queue, without a hint.
 	from   store.ClaimFrom
 	headBy time.Time
+	// ready holds the jobs claimed ahead, which a worker goroutine runs
+	// when its job ends; refill asks for more once it took one.
+	ready  chan *claimedJob
+	refill chan struct{}
+	// claimTook and ranFor are moving averages, in nanoseconds on the
+	// client's clock, of a claim's round trip and of an attempt's run
+	// (see ahead).
+	claimTook, ranFor atomic.Int64
+}
+
+// ahead is how many jobs p claims beyond its free workers: about as many
+// as its workers finish while a claim is in flight, so that a worker
+// whose job ends starts the next at once instead of waiting a claim's
+// round trip, and none when the attempts run long beside a claim (then a
+// job claimed ahead would wait for a worker while another client could
+// run it). None in a client with a limited kind: a job claimed ahead
+// counts against its limit without running.
+func (c *Client) ahead(p *producer) int {
+	claim, ran := p.claimTook.Load(), p.ranFor.Load()
+	if c.limited() || claim <= 0 || ran <= 0 {
+		return 0
+	}
+	return int(min((int64(p.max)*claim+ran/2)/ran, int64(p.max)))
+}
+
+// average moves the moving average a (nanoseconds) an eighth of the way
+// to d.
+func average(a *atomic.Int64, d time.Duration) {
+	old := a.Load()
+	if old == 0 {
+		a.Store(int64(d))
+		return
+	}
+	a.Store(old + (int64(d)-old)/8)
 }
 
 // wake wakes the producer of queue, if this client works it.
@@ -84,10 +119,21 @@ func (c *Client) produce(p *producer) {
 				drained = true
 			}
 		}
+		// Jobs claimed ahead that no worker took (each worker that found
+		// none has signalled done) go to the free workers.
+		for filled := false; running < p.max && !filled; {
+			select {
+			case cj := <-p.ready:
+				running++
+				c.start(p, cj)
+			default:
+				filled = true
+			}
+		}
 		if c.strays.Load() {
 			c.releaseStrays()
 		}
-		if free := p.max - running; free > 0 {
+		if free := p.max - running + c.ahead(p) - len(p.ready); free > 0 {
 			now := c.clock.Now()
 			ctx, cancel := c.storeCtx()
 			// A claim and the start of what it took are one step for
@@ -95,9 +141,15 @@ func (c *Client) produce(p *producer) {
 			// among the running ones for one whose claim was lost.
 			c.claimMu.RLock()
 			jobs, err := c.claim(ctx, p, now, free)
+			average(&p.claimTook, c.clock.Now().Sub(now))
 			for _, j := range jobs {
-				running++
-				c.start(j, now, p.done)
+				cj := c.register(j, now)
+				if running < p.max {
+					running++
+					c.start(p, cj)
+				} else {
+					p.ready <- cj
+				}
 			}
 			c.claimMu.RUnlock()
 			cancel()
@@ -133,6 +185,8 @@ func (c *Client) produce(p *producer) {
 		case <-done:
 			t.Stop()
 			running--
+		case <-p.refill:
+			t.Stop()
 		}
 	}
 }
@@ -216,9 +270,17 @@ func (c *Client) releaseStrays() {
 	}
 }
 
-// start runs the job j, claimed at claimedAt, in a goroutine of its own,
-// and signals done when it has finished.
-func (c *Client) start(j *weirtype.Job, claimedAt time.Time, done chan<- struct{}) {
+// claimedJob is a job claimed by this client: registered among the
+// running ones (its lease heartbeated) from its claim, run by a worker
+// goroutine at once or, claimed ahead, once one is free.
+type claimedJob struct {
+	j   *weirtype.Job
+	r   *runningJob
+	ctx context.Context
+}
+
+// register enters j, claimed at claimedAt, among the running jobs.
+func (c *Client) register(j *weirtype.Job, claimedAt time.Time) *claimedJob {
 	ctx, cancel := context.WithCancelCause(c.jobsCtx)
 	lease := store.LeaseOf(j)
 	r := &runningJob{lease: lease, cancel: cancel, extended: claimedAt}
@@ -235,19 +297,79 @@ func (c *Client) start(j *weirtype.Job, claimedAt time.Time, done chan<- struct{
 		c.supersede(old)
 	}
 	c.jobsWG.Add(1)
+	return &claimedJob{j: j, r: r, ctx: ctx}
+}
+
+// start runs cj in a worker goroutine of p, which then runs the jobs p
+// claimed ahead while there are, and signals p.done once it has none.
+func (c *Client) start(p *producer, cj *claimedJob) {
 	c.handlers.Add(1)
 	go func() {
-		defer c.jobsWG.Done()
+		defer func() { p.done <- struct{}{} }()
 		defer c.handlers.Add(-1)
-		defer func() { done <- struct{}{} }()
-		defer cancel(nil)
-		if !c.run(ctx, r, j) {
-			c.forget(j.ID, r)
-			// Its end is written (a failure, a snooze): a limit of its
-			// kind may have room in another queue.
-			c.wakeLimited(j.Kind)
+		for ; cj != nil; cj = c.next(p) {
+			began := c.clock.Now()
+			c.execute(cj)
+			average(&p.ranFor, c.clock.Now().Sub(began))
 		}
 	}()
+}
+
+// next takes a job p claimed ahead, if there is one and the client is
+// not stopping, and asks p to claim more.
+func (c *Client) next(p *producer) *claimedJob {
+	select {
+	case <-c.stopping:
+		return nil
+	default:
+	}
+	select {
+	case cj := <-p.ready:
+		select {
+		case p.refill <- struct{}{}:
+		default:
+		}
+		return cj
+	default:
+		return nil
+	}
+}
+
+// execute runs the attempt cj.
+func (c *Client) execute(cj *claimedJob) {
+	defer c.jobsWG.Done()
+	defer cj.r.cancel(nil)
+	if err := context.Cause(cj.ctx); err != nil {
+		// Claimed ahead, it lost its lease (or a later attempt superseded
+		// it) before a worker took it: the store's rescue ends this
+		// attempt, and the handler does not run without the lease.
+		c.log.Warn("job claimed ahead lost its lease before it ran; not run", "job_id", cj.j.ID, "attempt", cj.j.Attempt, "err", err.Error())
+		c.forget(cj.j.ID, cj.r)
+		return
+	}
+	if !c.run(cj.ctx, cj.r, cj.j) {
+		c.forget(cj.j.ID, cj.r)
+		// Its end is written (a failure, a snooze): a limit of its
+		// kind may have room in another queue.
+		c.wakeLimited(cj.j.Kind)
+	}
+}
+
+// dropAhead forgets the jobs p claimed ahead and no worker took, once
+// the producers have stopped, and returns how many; Stop gives them back
+// with the rest, their attempts returned.
+func (c *Client) dropAhead(p *producer) (n int) {
+	for {
+		select {
+		case cj := <-p.ready:
+			c.forget(cj.j.ID, cj.r)
+			cj.r.cancel(errStopping)
+			c.jobsWG.Done()
+			n++
+		default:
+			return n
+		}
+	}
 }
 
 // supersede cancels the attempt r, which may write nothing any more.

@@ -62,6 +62,7 @@ func run() int {
 	flag.IntVar(&cfg.Payload, "payload", cfg.Payload, "each job's arguments, bytes of JSON")
 	flag.IntVar(&cfg.Batch, "batch", cfg.Batch, "producer: most jobs per insert call")
 	flag.DurationVar(&cfg.Tick, "tick", cfg.Tick, "producer: period of the insert calls")
+	flag.IntVar(&cfg.Inserters, "inserters", cfg.Inserters, "producer holding a depth: insert calls in flight at once")
 	flag.DurationVar(&cfg.DepthPoll, "depth-poll", cfg.DepthPoll, "how often the waiting jobs are counted in the database (between counts: inserts less starts)")
 	flag.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "producer and workers before the first phase, not reported")
 	flag.DurationVar(&cfg.Recovery, "recovery", cfg.Recovery, "window after each fault phase in which recovery is measured (0: none)")

@@ -84,6 +84,12 @@ type Config struct {
 	// the fixed-rate producer sends one.
 	Batch int           `json:"batch"`
 	Tick  time.Duration `json:"tick_ns"`
+	// Inserters is how many insert calls the depth-holding producer keeps
+	// in flight at once: one call at a time (a batch of Batch jobs a
+	// round trip) caps the rate it can hold a depth at below what the
+	// systems drain at many workers. The fixed-rate producer makes one
+	// call at a time.
+	Inserters int `json:"inserters"`
 	// DepthPoll is how often the waiting jobs are counted in the
 	// database; between two counts the depth is estimated from the
 	// inserts and the workers' starts.
@@ -141,6 +147,7 @@ func Default() Config {
 		Payload:       256,
 		Batch:         128,
 		Tick:          10 * time.Millisecond,
+		Inserters:     4,
 		DepthPoll:     time.Second,
 		MaxConns:      20,
 		Poll:          50 * time.Millisecond,
@@ -268,8 +275,8 @@ func (c Config) Validate() error {
 		return errors.New("the rate and the depth must not be negative")
 	case c.Work < 0 || c.Payload < 0:
 		return errors.New("the work time and the payload must not be negative")
-	case c.Batch < 1 || c.Tick <= 0 || c.DepthPoll <= 0:
-		return errors.New("the batch must be positive, the tick and the depth poll longer than zero")
+	case c.Batch < 1 || c.Tick <= 0 || c.DepthPoll <= 0 || c.Inserters < 1:
+		return errors.New("the batch and the inserters must be positive, the tick and the depth poll longer than zero")
 	case c.MaxConns < 1:
 		return errors.New("max-conns must be positive")
 	case c.Poll <= 0 || c.FetchCooldown < time.Millisecond || c.Poll < c.FetchCooldown:

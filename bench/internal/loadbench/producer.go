@@ -20,7 +20,9 @@ import (
 // batch of credit, so a rate above Batch/Tick is still met. Holding a
 // depth, it inserts while the estimated depth (the last count of waiting
 // jobs, plus what it inserted since that count began, less the jobs the
-// workers started since) is under the target, and otherwise sleeps a Tick.
+// workers started since) is under the target, and otherwise sleeps a Tick;
+// Config.Inserters goroutines run that loop at once (each may send a
+// batch past the target the others' calls in flight already fill).
 type producer struct {
 	cfg    Config
 	t      *target

@@ -19,6 +19,9 @@ func (rep *Report) Print(out io.Writer) {
 	}
 	fmt.Fprintf(out, "# loadbench: %s; %s; GOMAXPROCS %d; load average %s at the start, %s at the end\n",
 		rep.Server, rep.GoVersion, rep.GOMAXPROCS, rep.LoadStart, rep.LoadEnd)
+	if c.Depth > 0 {
+		load += fmt.Sprintf(" by %d insert calls in flight", c.Inserters)
+	}
 	fmt.Fprintf(out, "# producer: %s, batches of up to %d every %v; jobs: %v of work, %d-byte payload; warmup %v, recovery window %v\n",
 		load, c.Batch, c.Tick, c.Work, c.Payload, c.Warmup, c.Recovery)
 	fmt.Fprintf(out, "# weir: PollEvery %v, pool %d; River: FetchPollInterval %v, FetchCooldown %v, pool %d; producer inserts: weir InsertMany, River InsertManyFast\n",

@@ -211,8 +211,14 @@ func runOne(ctx context.Context, cfg Config, sys System, workers int, admin *pgx
 	pctx, stopProducer := context.WithCancel(ctx)
 	defer stopProducer()
 	var bg sync.WaitGroup
-	bg.Add(2)
-	go func() { defer bg.Done(); prod.run(pctx) }()
+	inserters := 1
+	if cfg.Depth > 0 {
+		inserters = cfg.Inserters
+	}
+	bg.Add(1 + inserters)
+	for range inserters {
+		go func() { defer bg.Done(); prod.run(pctx) }()
+	}
 	go func() {
 		defer bg.Done()
 		prod.pollDepth(pctx, func(ctx context.Context) (n int64, err error) {

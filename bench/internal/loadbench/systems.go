@@ -83,7 +83,7 @@ func (t *target) openWeir(ctx context.Context, cfg Config) error {
 		return err
 	}
 	t.describe("weir_jobs", "weir_jobs_claim", `'available', 'scheduled', 'running'`, `(payload->>'s')::bigint, state, attempt`)
-	t.insert = batchInsert(cfg.Batch, func(j jobArgs) weir.InsertManyParams { return weir.InsertManyParams{Args: j} },
+	t.insert = batchInsert(func(j jobArgs) weir.InsertManyParams { return weir.InsertManyParams{Args: j} },
 		func(ctx context.Context, params []weir.InsertManyParams) error {
 			_, err := client.InsertMany(ctx, params)
 			return err
@@ -122,7 +122,7 @@ func (t *target) openRiver(ctx context.Context, cfg Config, admin *pgxpool.Pool)
 	}
 	t.describe("river_job", "river_job_prioritized_fetching_index", `'available', 'pending', 'retryable', 'running', 'scheduled'`,
 		`(args->>'s')::bigint, state::text, attempt`)
-	t.insert = batchInsert(cfg.Batch, func(j jobArgs) river.InsertManyParams { return river.InsertManyParams{Args: j} },
+	t.insert = batchInsert(func(j jobArgs) river.InsertManyParams { return river.InsertManyParams{Args: j} },
 		func(ctx context.Context, params []river.InsertManyParams) error {
 			_, err := client.InsertManyFast(ctx, params)
 			return err
@@ -144,12 +144,11 @@ func (t *target) describe(table, claimIndex, pending, verifyColumns string) {
 }
 
 // batchInsert returns a target's insert: it makes each job's params with
-// param, in a slice kept from call to call, and inserts them in one
-// insertMany.
-func batchInsert[P any](batch int, param func(jobArgs) P, insertMany func(context.Context, []P) error) func(context.Context, []jobArgs) error {
-	params := make([]P, 0, batch)
+// param, in a slice of the call's own (the producer's inserters call it
+// at once), and inserts them in one insertMany.
+func batchInsert[P any](param func(jobArgs) P, insertMany func(context.Context, []P) error) func(context.Context, []jobArgs) error {
 	return func(ctx context.Context, jobs []jobArgs) error {
-		params = params[:0]
+		params := make([]P, 0, len(jobs))
 		for _, j := range jobs {
 			params = append(params, param(j))
 		}
