@@ -30,13 +30,13 @@ func (c *claimsRecorded) Claim(_ context.Context, p store.ClaimParams) ([]*weirt
 	return jobs, nil
 }
 
-// The producer claims from where its last full claim began, claims from
-// the head of the queue at least every PollEvery and at once after a
-// hinted claim that came back short, and never from a hint in a limited
-// queue.
+// The producer claims from where its last full claim began or its last
+// short claim ended, keeps its hint after a claim that takes nothing,
+// claims from the head at least every PollEvery, and never from a hint in
+// a limited client.
 func TestClaimHintsAndClaimsFromTheHead(t *testing.T) {
 	t0 := time.Date(2026, 1, 21, 15, 30, 0, 0, time.UTC)
-	rec := &claimsRecorded{answers: []int{4, 4, 4, 2, 2, 4, 4}}
+	rec := &claimsRecorded{answers: []int{4, 4, 4, 2, 0, 1, 4, 4}}
 	c := &Client{cfg: Config{ID: "w", PollEvery: time.Second, LeaseFor: time.Minute}, ex: rec}
 	p := &producer{queue: "q"}
 	claim := func(at time.Duration, free int) []*weirtype.Job {
@@ -54,23 +54,28 @@ func TestClaimHintsAndClaimsFromTheHead(t *testing.T) {
 	if !from(0).IsZero() || from(1) != store.ClaimFromJob(first[0]) {
 		t.Fatalf("hints %+v then %+v, want none then the first job of the first claim", from(0), from(1))
 	}
-	claim(time.Second, 4) // PollEvery after the last claim from the head
+	third := claim(time.Second, 4) // PollEvery after the last claim from the head
 	if !from(2).IsZero() {
 		t.Fatalf("the claim a PollEvery after the head's has hint %+v, want none", from(2))
 	}
-	// A hinted claim that comes back short is followed by one from the
-	// head for the rest.
-	if jobs := claim(1100*time.Millisecond, 4); len(jobs) != 4 || from(3).IsZero() || !from(4).IsZero() || rec.params[4].Limit != 2 {
-		t.Fatalf("short hinted claim: %d jobs, params %+v", len(jobs), rec.params[3:])
+	// A short claim: the next starts from its last job, and so does the
+	// one after a claim that took nothing.
+	short := claim(1100*time.Millisecond, 4)
+	if len(short) != 2 || from(3) != store.ClaimFromJob(third[0]) || p.from != store.ClaimFromJob(short[1]) {
+		t.Fatalf("short hinted claim: %d jobs, params %+v, next hint %+v", len(short), rec.params[3:], p.from)
 	}
-	if !p.from.IsZero() {
-		t.Fatalf("after a claim from the head for the rest, the next hint is %+v, want none", p.from)
+	if jobs := claim(1200*time.Millisecond, 4); len(jobs) != 0 || from(4) != store.ClaimFromJob(short[1]) {
+		t.Fatalf("claim after a short one: %d jobs from %+v, want none from the short claim's last job", len(jobs), from(4))
 	}
-	// A client with a limited kind claims from the head.
-	c.limits = []store.LimitParams{{Key: "k", Kinds: []string{"k"}, MaxRunning: 1}}
-	claim(1200*time.Millisecond, 4)
 	claim(1300*time.Millisecond, 4)
-	if !from(6).IsZero() {
-		t.Fatalf("a limited client's claim has hint %+v, want none", from(6))
+	if from(5) != store.ClaimFromJob(short[1]) {
+		t.Fatalf("claim after one that took nothing: hint %+v, want the hint kept", from(5))
+	}
+	// A limited client claims from the head.
+	c.limits = []store.LimitParams{{Key: "k", Kinds: []string{"k"}, MaxRunning: 1}}
+	claim(1400*time.Millisecond, 4)
+	claim(1500*time.Millisecond, 4)
+	if !from(6).IsZero() || !from(7).IsZero() {
+		t.Fatalf("a limited client's claims have hints %+v and %+v, want none", from(6), from(7))
 	}
 }

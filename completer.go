@@ -16,6 +16,11 @@ import (
 const (
 	// completeBatch is the most completions one CompleteMany writes.
 	completeBatch = 100
+	// completeGather is how long the completer waits, after a success is
+	// queued, for others to write with it, unless completeBatch are
+	// queued first: at a trickle each success was written alone, a
+	// commit per job (see completer).
+	completeGather = 50 * time.Millisecond
 	// writeRetryBase is the first wait before a failed write of an
 	// attempt's outcome, or a failed listen, is tried again (see
 	// writeBackoff and listenBackoff).
@@ -46,14 +51,19 @@ type completion struct {
 // completer writes the completions of successful jobs in batches: it
 // takes every completion queued when it wakes, and writes them with one
 // CompleteMany per completeBatch. Under load completions queue while a
-// write is in flight, so batches grow with the load; an idle client
-// writes each completion at once. A job waiting for its completion stays
+// write is in flight, so batches grow with the load; at a trickle it
+// waits up to completeGather after a success for others (a write per
+// job cost the database more than the claims), except in a client with
+// a limited kind, where a limit counts the job running until its
+// completion is written, and on a clock other than the real one, where
+// the wait would last until the clock moves. A job waiting for its completion stays
 // among the client's running jobs, so heartbeats keep its lease, but its
 // worker slot is free. Writes are bounded: at most cap(slots) completions
 // wait at once, and a worker whose success finds none free waits for one.
 type completer struct {
 	slots chan struct{} // one per completion queued or being written
 	wake  chan struct{} // a completion was queued
+	full  chan struct{} // completeBatch completions are queued
 	done  chan struct{} // closed when the completer has exited
 
 	mu      sync.Mutex
@@ -65,6 +75,7 @@ func newCompleter(workers int) *completer {
 	return &completer{
 		slots: make(chan struct{}, max(workers, completeBatch)),
 		wake:  make(chan struct{}, 1),
+		full:  make(chan struct{}, 1),
 		done:  make(chan struct{}),
 	}
 }
@@ -81,10 +92,38 @@ func (cp *completer) add(c *Client, x completion) {
 		return
 	}
 	cp.queue = append(cp.queue, x)
+	full := len(cp.queue) >= completeBatch
 	cp.mu.Unlock()
 	select {
 	case cp.wake <- struct{}{}:
 	default:
+	}
+	if full {
+		select {
+		case cp.full <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// gather waits up to completeGather for completeBatch completions to be
+// queued, or for stop, when c gathers completions (see completer).
+func (cp *completer) gather(c *Client, stop <-chan struct{}) {
+	if c.limited() || c.clock != clock.Real {
+		return
+	}
+	cp.mu.Lock()
+	n := len(cp.queue)
+	cp.mu.Unlock()
+	if n >= completeBatch {
+		return
+	}
+	t := time.NewTimer(completeGather)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-cp.full:
+	case <-stop:
 	}
 }
 
@@ -104,6 +143,7 @@ func (cp *completer) run(c *Client, stop <-chan struct{}) {
 		}
 		select {
 		case <-cp.wake:
+			cp.gather(c, stop)
 		case <-retryC:
 			retry = nil
 		case <-stop:

@@ -41,6 +41,8 @@ type producer struct {
 	// producer next claims from the head of the queue, without a hint.
 	from   store.ClaimFrom
 	headBy time.Time
+	// head is set by wake: the next claim is from the head.
+	head atomic.Bool
 	// ready holds the jobs claimed ahead, which a worker goroutine runs
 	// when its job ends; refill asks for more once it took one.
 	ready  chan *claimedJob
@@ -77,8 +79,24 @@ func average(a *atomic.Int64, d time.Duration) {
 	a.Store(old + (int64(d)-old)/8)
 }
 
-// wake wakes the producer of queue, if this client works it.
+// wake wakes the producer of queue, if this client works it, for a job
+// this client made claimable (an insert, a retry, a requeue, a lifted
+// pause), which may be ordered before the producer's hint: its next claim
+// is from the head.
 func (c *Client) wake(queue string) {
+	if p := c.producers[queue]; p != nil {
+		p.head.Store(true)
+	}
+	c.notified(queue)
+}
+
+// notified wakes the producer of queue, if this client works it, for an
+// insert another process announced (LISTEN/NOTIFY on PostgreSQL). The
+// producer keeps its hint: a job of a higher priority is taken from the
+// hint too, and one ordered before the hint in its priority (scheduled
+// in the past by a process whose clock is behind, a periodic tick, a
+// requeue) at the next claim from the head, at most PollEvery later.
+func (c *Client) notified(queue string) {
 	if p := c.producers[queue]; p != nil {
 		select {
 		case p.wake <- struct{}{}:
@@ -180,8 +198,6 @@ func (c *Client) produce(p *producer) {
 		case <-t.C():
 		case <-p.wake:
 			t.Stop()
-			// The insert that woke it may be ordered before the hint.
-			p.from = store.ClaimFrom{}
 		case <-done:
 			t.Stop()
 			running--
@@ -191,44 +207,41 @@ func (c *Client) produce(p *producer) {
 	}
 }
 
-// claim claims up to free jobs of p's queue at now. While the queue is
-// busy it claims from where its last full claim began (p.from), so that
-// the store need not read again the traces of the jobs claimed before
-// it; at least every PollEvery, after an insert of this client wakes it,
-// and in a client with a limited kind, it claims from the head (which
-// alone takes the limited kinds and a breaker's probe), so that a job ordered
-// before the hint (a higher priority, a place taken before it) waits at
-// most that long. A claim from a hint that comes back short is followed
-// at once by one from the head for the rest: a short claim says the
-// queue is empty only when it read the whole queue.
+// claim claims up to free jobs of p's queue at now. It claims from a
+// hint (p.from), so that the store need not read again the traces of the
+// jobs claimed before it: after a full claim, where that claim began (a
+// job it passed over, locked by another claim, is still ahead); after a
+// short one, its last job (it took every claimable job before). The
+// hinted claim takes the higher priorities first, so a job of a higher
+// priority inserted since is not passed over. At least every PollEvery,
+// and in a client with a limited kind always, it claims from the head
+// (which alone takes the limited kinds and a breaker's probe), so that a
+// job ordered before the hint (a retry or a scheduled job come due, a job
+// given back with its old place, one inserted by a process whose clock
+// is behind) waits at most that long; after this client made a job
+// claimable (wake) it claims from the head at once. A claim that takes
+// nothing leaves the hint as it was.
 func (c *Client) claim(ctx context.Context, p *producer, now time.Time, free int) ([]*weirtype.Job, error) {
 	from := p.from
-	if c.limited() || !now.Before(p.headBy) {
+	if p.head.Swap(false) || c.limited() || !now.Before(p.headBy) {
 		from = store.ClaimFrom{}
 	}
 	if c.limited() {
 		c.limitedClaims.Lock()
 		defer c.limitedClaims.Unlock()
 	}
-	params := store.ClaimParams{Now: now, Queue: p.queue, Limit: free, Owner: c.cfg.ID, LeaseFor: c.cfg.LeaseFor, From: from}
-	jobs, err := c.ex.Claim(ctx, params)
-	hinted := !from.IsZero()
-	if err == nil && hinted && len(jobs) < free {
-		params.From, params.Limit = store.ClaimFrom{}, free-len(jobs)
-		var more []*weirtype.Job
-		more, err = c.ex.Claim(ctx, params)
-		jobs = append(jobs, more...)
-		p.headBy = now.Add(c.cfg.PollEvery)
-		p.from = store.ClaimFrom{} // the next claim starts at the head
-		return jobs, err
-	}
-	if !hinted {
+	jobs, err := c.ex.Claim(ctx, store.ClaimParams{Now: now, Queue: p.queue, Limit: free, Owner: c.cfg.ID, LeaseFor: c.cfg.LeaseFor, From: from})
+	if from.IsZero() {
 		p.headBy = now.Add(c.cfg.PollEvery)
 	}
-	p.from = store.ClaimFrom{}
-	if err == nil && len(jobs) == free {
+	switch {
+	case err != nil:
+		p.from = store.ClaimFrom{}
+	case len(jobs) == free:
 		// Claimed in the claim order: the first is where it began.
 		p.from = store.ClaimFromJob(jobs[0])
+	case len(jobs) > 0:
+		p.from = store.ClaimFromJob(jobs[len(jobs)-1])
 	}
 	return jobs, err
 }

@@ -532,11 +532,11 @@ func benchClaimComplete(b *testing.B, limit *store.LimitParams) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(done), "ns/job")
 }
 
-// A claim from a hint starts at the hint's place in the claim order: it
-// takes the jobs of the hint's priority from there on, then those of
-// lower priorities, and passes over the jobs ordered before the hint (of
-// a higher priority, or inserted with an earlier time), which the next
-// claim without a hint takes.
+// A claim from a hint takes the jobs of higher priorities than the
+// hint's, then those of the hint's priority from its place in the claim
+// order on, then those of lower priorities; it passes over the jobs of
+// the hint's priority ordered before it (inserted with an earlier time),
+// which the next claim without a hint takes.
 func TestClaimFromAHintStartsThere(t *testing.T) {
 	t.Parallel()
 	ex := migratedExecutor(t)
@@ -561,15 +561,15 @@ func TestClaimFromAHintStartsThere(t *testing.T) {
 	high := insert(t, ex, store.InsertParams{Kind: "k", Queue: "q", Priority: 5}).Job.ID
 	early := insert(t, ex, store.InsertParams{Kind: "k", Queue: "q", ScheduledAt: now.Add(-time.Hour)}).Job.ID
 	from := store.ClaimFromJob(first[0])
-	if got := jobIDs(claim(from, 2)); !slices.Equal(got, ids[2:4]) {
-		t.Fatalf("claim from job %d took %v, want %v", first[0].ID, got, ids[2:4])
+	if got := jobIDs(claim(from, 2)); !slices.Equal(got, []int64{high, ids[2]}) {
+		t.Fatalf("claim from job %d took %v, want %v", first[0].ID, got, []int64{high, ids[2]})
 	}
 	// The hint's priority runs out: the lower priorities follow.
-	if got := jobIDs(claim(from, 5)); !slices.Equal(got, []int64{ids[4], low}) {
-		t.Fatalf("claim from job %d took %v, want %v", first[0].ID, got, []int64{ids[4], low})
+	if got := jobIDs(claim(from, 5)); !slices.Equal(got, []int64{ids[3], ids[4], low}) {
+		t.Fatalf("claim from job %d took %v, want %v", first[0].ID, got, []int64{ids[3], ids[4], low})
 	}
-	if got := jobIDs(claim(store.ClaimFrom{}, 5)); !slices.Equal(got, []int64{high, early}) {
-		t.Fatalf("claim without a hint took %v, want the jobs the hint passed over, %v", got, []int64{high, early})
+	if got := jobIDs(claim(store.ClaimFrom{}, 5)); !slices.Equal(got, []int64{early}) {
+		t.Fatalf("claim without a hint took %v, want the job the hint passed over, %v", got, []int64{early})
 	}
 	if _, err := ex.Claim(context.Background(), store.ClaimParams{Now: now, Queue: "q", Limit: 1, Owner: "w", LeaseFor: time.Minute,
 		From: store.ClaimFrom{Priority: 1}}); !errors.Is(err, store.ErrInvalid) {

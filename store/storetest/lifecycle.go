@@ -143,10 +143,16 @@ func testClaimFrom(t *testing.T, h Harness) {
 		all = append(all, insertOne(t, ex, now, store.InsertParams{Kind: "k", Queue: "cf", ScheduledAt: now.Add(-time.Duration(6-i) * time.Second)}).Job.ID)
 	}
 	first := claim(t, ex, now, "cf", "w", 2)
-	all = append(all, insertOne(t, ex, now, store.InsertParams{Kind: "k", Queue: "cf", Priority: 3}).Job.ID)
+	urgent := insertOne(t, ex, now, store.InsertParams{Kind: "k", Queue: "cf", Priority: 3}).Job.ID
+	all = append(all, urgent)
 	jobs, err := ex.Claim(ctx, store.ClaimParams{Now: now, Queue: "cf", Limit: 3, Owner: "w", LeaseFor: lease, From: store.ClaimFromJob(first[0])})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A job of a higher priority than the hint's, inserted since, is
+	// taken first by the claim from the hint.
+	if len(jobs) == 0 || jobs[0].ID != urgent {
+		t.Fatalf("claim from a hint took %v, want the job of a higher priority %d first", ids(jobs), urgent)
 	}
 	rest := claim(t, ex, now, "cf", "w", 10)
 	got := slices.Sorted(slices.Values(append(append(ids(first), ids(jobs)...), ids(rest)...)))
