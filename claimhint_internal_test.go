@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/weirtype"
 )
@@ -16,9 +17,16 @@ type claimsRecorded struct {
 	answers []int
 	next    int64
 	params  []store.ClaimParams
+	// slow sets the fake clock fc that long past the claim's time during
+	// the claim of that index.
+	fc   *clock.Fake
+	slow map[int]time.Duration
 }
 
 func (c *claimsRecorded) Claim(_ context.Context, p store.ClaimParams) ([]*weirtype.Job, error) {
+	if d, ok := c.slow[len(c.params)]; ok {
+		c.fc.Set(p.Now.Add(d))
+	}
 	c.params = append(c.params, p)
 	n := c.answers[0]
 	c.answers = c.answers[1:]
@@ -36,8 +44,9 @@ func (c *claimsRecorded) Claim(_ context.Context, p store.ClaimParams) ([]*weirt
 // a limited client.
 func TestClaimHintsAndClaimsFromTheHead(t *testing.T) {
 	t0 := time.Date(2026, 1, 21, 15, 30, 0, 0, time.UTC)
-	rec := &claimsRecorded{answers: []int{4, 4, 4, 2, 0, 1, 4, 4}}
-	c := &Client{cfg: Config{ID: "w", PollEvery: time.Second, LeaseFor: time.Minute}, ex: rec}
+	fc := clock.NewFake(t0)
+	rec := &claimsRecorded{answers: []int{4, 4, 4, 2, 0, 1, 4, 4, 4, 4, 4}, fc: fc, slow: map[int]time.Duration{6: 300 * time.Millisecond}}
+	c := &Client{cfg: Config{ID: "w", PollEvery: time.Second, LeaseFor: time.Minute}, ex: rec, clock: fc}
 	p := &producer{queue: "q"}
 	claim := func(at time.Duration, free int) []*weirtype.Job {
 		t.Helper()
@@ -71,11 +80,19 @@ func TestClaimHintsAndClaimsFromTheHead(t *testing.T) {
 	if from(5) != store.ClaimFromJob(short[1]) {
 		t.Fatalf("claim after one that took nothing: hint %+v, want the hint kept", from(5))
 	}
+	// A claim from the head that took 300 ms: the next is 3 s later, not
+	// a PollEvery.
+	claim(2*time.Second, 4)
+	claim(4900*time.Millisecond, 4)
+	claim(5*time.Second, 4)
+	if !from(6).IsZero() || from(7).IsZero() || !from(8).IsZero() {
+		t.Fatalf("after a slow claim from the head, hints %+v, %+v, %+v; want none, one until 3 s later, none", from(6), from(7), from(8))
+	}
 	// A limited client claims from the head.
 	c.limits = []store.LimitParams{{Key: "k", Kinds: []string{"k"}, MaxRunning: 1}}
-	claim(1400*time.Millisecond, 4)
-	claim(1500*time.Millisecond, 4)
-	if !from(6).IsZero() || !from(7).IsZero() {
-		t.Fatalf("a limited client's claims have hints %+v and %+v, want none", from(6), from(7))
+	claim(5100*time.Millisecond, 4)
+	claim(5200*time.Millisecond, 4)
+	if !from(9).IsZero() || !from(10).IsZero() {
+		t.Fatalf("a limited client's claims have hints %+v and %+v, want none", from(9), from(10))
 	}
 }

@@ -207,6 +207,11 @@ func (c *Client) produce(p *producer) {
 	}
 }
 
+// headClaimShare is the least time between two claims from the head of
+// a queue whose claims can take a hint, in multiples of the last one's
+// duration (see claim).
+const headClaimShare = 10
+
 // claim claims up to free jobs of p's queue at now. It claims from a
 // hint (p.from), so that the store need not read again the traces of the
 // jobs claimed before it: after a full claim, where that claim began (a
@@ -218,7 +223,8 @@ func (c *Client) produce(p *producer) {
 // (which alone takes the limited kinds and a breaker's probe), so that a
 // job ordered before the hint (a retry or a scheduled job come due, a job
 // given back with its old place, one inserted by a process whose clock
-// is behind) waits at most that long; after this client made a job
+// is behind) waits at most that long, or ten times as long as the last
+// claim from the head took when that is longer; after this client made a job
 // claimable (wake) it claims from the head at once. A claim that takes
 // nothing leaves the hint as it was.
 func (c *Client) claim(ctx context.Context, p *producer, now time.Time, free int) ([]*weirtype.Job, error) {
@@ -232,7 +238,12 @@ func (c *Client) claim(ctx context.Context, p *producer, now time.Time, free int
 	}
 	jobs, err := c.ex.Claim(ctx, store.ClaimParams{Now: now, Queue: p.queue, Limit: free, Owner: c.cfg.ID, LeaseFor: c.cfg.LeaseFor, From: from})
 	if from.IsZero() {
-		p.headBy = now.Add(c.cfg.PollEvery)
+		// A claim from the head reads the entries that claimed jobs left
+		// there, which only a vacuum removes: the longer it takes, the
+		// rarer it is, so that the producer spends at most a tenth of its
+		// time there however long the table goes without a vacuum.
+		took := c.clock.Now().Sub(now)
+		p.headBy = now.Add(max(c.cfg.PollEvery, headClaimShare*took))
 	}
 	switch {
 	case err != nil:

@@ -17,19 +17,13 @@ SET enable_sort = off
 AS $$
 DECLARE
     v_limited text[];
-    v_n       bigint;
-    v_m       bigint;
+    v_ids     bigint[];
 BEGIN
     PERFORM weir_limits_lock(false);
     v_limited := ARRAY(SELECT kind FROM weir_limit_kinds);
-    RETURN QUERY UPDATE weir_jobs SET
-        state = 'running',
-        attempt = attempt + 1,
-        attempted_at = p_now,
-        updated_at = p_now,
-        lease_owner = p_owner,
-        lease_expires_at = p_expires
-    WHERE id IN (
+    -- The three ranges in the claim order, each read only while the
+    -- ranges before it left the claim short.
+    v_ids := ARRAY(
         SELECT j.id FROM weir_jobs j
         WHERE j.queue = p_queue AND j.priority > p_from_priority
             AND (j.state = 'available' OR (j.state = 'scheduled' AND j.scheduled_at <= p_now))
@@ -39,20 +33,9 @@ BEGIN
                     AND (p.cause <> 'retry_after' OR p.until_at > p_now))
         ORDER BY j.priority DESC, j.scheduled_at, j.id
         LIMIT p_limit
-        FOR UPDATE SKIP LOCKED)
-    RETURNING *;
-    GET DIAGNOSTICS v_m = ROW_COUNT;
-    IF v_m >= p_limit THEN
-        RETURN;
-    END IF;
-    RETURN QUERY UPDATE weir_jobs SET
-        state = 'running',
-        attempt = attempt + 1,
-        attempted_at = p_now,
-        updated_at = p_now,
-        lease_owner = p_owner,
-        lease_expires_at = p_expires
-    WHERE id IN (
+        FOR UPDATE SKIP LOCKED);
+    IF cardinality(v_ids) < p_limit THEN
+        v_ids := v_ids || ARRAY(
         SELECT j.id FROM weir_jobs j
         WHERE j.queue = p_queue AND j.priority = p_from_priority AND (j.scheduled_at, j.id) >= (p_from_at, p_from_id)
             AND (j.state = 'available' OR (j.state = 'scheduled' AND j.scheduled_at <= p_now))
@@ -61,22 +44,11 @@ BEGIN
                 WHERE p.queue = p_queue AND p.kind IN ('', j.kind)
                     AND (p.cause <> 'retry_after' OR p.until_at > p_now))
         ORDER BY j.priority DESC, j.scheduled_at, j.id
-        LIMIT p_limit - v_m
-        FOR UPDATE SKIP LOCKED)
-    RETURNING *;
-    GET DIAGNOSTICS v_n = ROW_COUNT;
-    v_n := v_n + v_m;
-    IF v_n >= p_limit THEN
-        RETURN;
+        LIMIT p_limit - cardinality(v_ids)
+        FOR UPDATE SKIP LOCKED);
     END IF;
-    RETURN QUERY UPDATE weir_jobs SET
-        state = 'running',
-        attempt = attempt + 1,
-        attempted_at = p_now,
-        updated_at = p_now,
-        lease_owner = p_owner,
-        lease_expires_at = p_expires
-    WHERE id IN (
+    IF cardinality(v_ids) < p_limit THEN
+        v_ids := v_ids || ARRAY(
         SELECT j.id FROM weir_jobs j
         WHERE j.queue = p_queue AND j.priority < p_from_priority
             AND (j.state = 'available' OR (j.state = 'scheduled' AND j.scheduled_at <= p_now))
@@ -85,8 +57,17 @@ BEGIN
                 WHERE p.queue = p_queue AND p.kind IN ('', j.kind)
                     AND (p.cause <> 'retry_after' OR p.until_at > p_now))
         ORDER BY j.priority DESC, j.scheduled_at, j.id
-        LIMIT p_limit - v_n
-        FOR UPDATE SKIP LOCKED)
+        LIMIT p_limit - cardinality(v_ids)
+        FOR UPDATE SKIP LOCKED);
+    END IF;
+    RETURN QUERY UPDATE weir_jobs SET
+        state = 'running',
+        attempt = attempt + 1,
+        attempted_at = p_now,
+        updated_at = p_now,
+        lease_owner = p_owner,
+        lease_expires_at = p_expires
+    WHERE id = ANY (v_ids)
     RETURNING *;
 END
 $$;
