@@ -60,7 +60,7 @@ func TestClaimHintsAndClaimsFromTheHead(t *testing.T) {
 
 	first := claim(0, 4) // from the head: no hint yet
 	claim(100*time.Millisecond, 4)
-	if !from(0).IsZero() || from(1) != store.ClaimFromJob(first[0]) {
+	if !from(0).IsZero() || from(1) != hintBefore(first[0]) {
 		t.Fatalf("hints %+v then %+v, want none then the first job of the first claim", from(0), from(1))
 	}
 	third := claim(time.Second, 4) // PollEvery after the last claim from the head
@@ -70,14 +70,14 @@ func TestClaimHintsAndClaimsFromTheHead(t *testing.T) {
 	// A short claim: the next starts from its last job, and so does the
 	// one after a claim that took nothing.
 	short := claim(1100*time.Millisecond, 4)
-	if len(short) != 2 || from(3) != store.ClaimFromJob(third[0]) || p.from != store.ClaimFromJob(short[1]) {
+	if len(short) != 2 || from(3) != hintBefore(third[0]) || p.from != hintBefore(short[1]) {
 		t.Fatalf("short hinted claim: %d jobs, params %+v, next hint %+v", len(short), rec.params[3:], p.from)
 	}
-	if jobs := claim(1200*time.Millisecond, 4); len(jobs) != 0 || from(4) != store.ClaimFromJob(short[1]) {
+	if jobs := claim(1200*time.Millisecond, 4); len(jobs) != 0 || from(4) != hintBefore(short[1]) {
 		t.Fatalf("claim after a short one: %d jobs from %+v, want none from the short claim's last job", len(jobs), from(4))
 	}
 	claim(1300*time.Millisecond, 4)
-	if from(5) != store.ClaimFromJob(short[1]) {
+	if from(5) != hintBefore(short[1]) {
 		t.Fatalf("claim after one that took nothing: hint %+v, want the hint kept", from(5))
 	}
 	// A claim from the head that took 300 ms: the next is 3 s later, not

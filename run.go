@@ -216,7 +216,8 @@ const headClaimShare = 10
 // hint (p.from), so that the store need not read again the traces of the
 // jobs claimed before it: after a full claim, where that claim began (a
 // job it passed over, locked by another claim, is still ahead); after a
-// short one, its last job (it took every claimable job before). The
+// short one, its last job (it took every claimable job before); in both
+// cases hintMargin earlier (see hintBefore). The
 // hinted claim takes the higher priorities first, so a job of a higher
 // priority inserted since is not passed over. At least every PollEvery,
 // and in a client with a limited kind always, it claims from the head
@@ -250,11 +251,22 @@ func (c *Client) claim(ctx context.Context, p *producer, now time.Time, free int
 		p.from = store.ClaimFrom{}
 	case len(jobs) == free:
 		// Claimed in the claim order: the first is where it began.
-		p.from = store.ClaimFromJob(jobs[0])
+		p.from = hintBefore(jobs[0])
 	case len(jobs) > 0:
-		p.from = store.ClaimFromJob(jobs[len(jobs)-1])
+		p.from = hintBefore(jobs[len(jobs)-1])
 	}
 	return jobs, err
+}
+
+// hintMargin is how far before a claimed job's scheduled time the next
+// claim's hint is placed: a job stamped before it by an insert that
+// committed after the claim (inserts in flight at once commit in any
+// order) is still ahead of the hint, unless its insert took longer.
+const hintMargin = 100 * time.Millisecond
+
+// hintBefore is the hint hintMargin before j's place in the claim order.
+func hintBefore(j *weirtype.Job) store.ClaimFrom {
+	return store.ClaimFrom{Priority: j.Priority, ScheduledAt: j.ScheduledAt.Add(-hintMargin), ID: 1}
 }
 
 // releaseStrays gives back the jobs the store says this client holds

@@ -585,3 +585,48 @@ func jobIDs(jobs []*weirtype.Job) []int64 {
 	}
 	return ids
 }
+
+// Two statements on the same held jobs, each with the leases in an order
+// of its own (a client's heartbeat and its batch of completions), take
+// the jobs' row locks in one order, that of their ids: they wait for
+// each other, never deadlock. In the order of their arrays they
+// deadlocked, each time holding both for the server's deadlock_timeout.
+func TestHeldLeasesLockInOneOrder(t *testing.T) {
+	t.Parallel()
+	ex := migratedExecutor(t)
+	ps := make([]store.InsertParams, 300)
+	for i := range ps {
+		ps[i] = store.InsertParams{Kind: "k", Queue: "q"}
+	}
+	if _, err := ex.Insert(context.Background(), now, ps); err != nil {
+		t.Fatal(err)
+	}
+	jobs := claimAt(t, ex, now, "q", "w", len(ps), time.Hour)
+	up := make([]store.Lease, len(jobs))
+	for i, j := range jobs {
+		up[i] = store.LeaseOf(j)
+	}
+	down := slices.Clone(up)
+	slices.Reverse(down)
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for _, leases := range [][]store.Lease{up, down} {
+		wg.Go(func() {
+			for range 30 {
+				lost, err := ex.Heartbeat(context.Background(), now, leases, time.Hour)
+				if err == nil && len(lost) > 0 {
+					err = fmt.Errorf("heartbeat found %d leases lost", len(lost))
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("heartbeats of one set of leases in opposite orders: %v", err)
+	}
+}
