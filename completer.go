@@ -73,7 +73,10 @@ type completer struct {
 
 func newCompleter(workers int) *completer {
 	return &completer{
-		slots: make(chan struct{}, max(workers, completeBatch)),
+		// A batch being written, and as many completions again queued
+		// behind it: the workers do not wait for a write unless it is
+		// slower than they fill a batch.
+		slots: make(chan struct{}, max(workers, completeBatch)+completeBatch),
 		wake:  make(chan struct{}, 1),
 		full:  make(chan struct{}, 1),
 		done:  make(chan struct{}),

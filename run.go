@@ -262,7 +262,7 @@ func (c *Client) claim(ctx context.Context, p *producer, now time.Time, free int
 // claim's hint is placed: a job stamped before it by an insert that
 // committed after the claim (inserts in flight at once commit in any
 // order) is still ahead of the hint, unless its insert took longer.
-const hintMargin = 100 * time.Millisecond
+const hintMargin = 25 * time.Millisecond
 
 // hintBefore is the hint hintMargin before j's place in the claim order.
 func hintBefore(j *weirtype.Job) store.ClaimFrom {
