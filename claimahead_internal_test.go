@@ -141,3 +141,62 @@ func TestClaimedAheadJobsAreGivenBackAtStop(t *testing.T) {
 		t.Fatalf("%d completed and %d given back after a claim, want 2 and the 2 claimed ahead", completed, givenBack)
 	}
 }
+
+// With CompleteWithin, successes wait up to that long to be written
+// together: a job whose handler returned is still running in the store
+// for a while, then completed about CompleteWithin later.
+func TestCompleteWithinGathersSuccesses(t *testing.T) {
+	ctx := context.Background()
+	s := teststore.SQLite(t, filepath.Join(t.TempDir(), "weir.db"))
+	var returned sync.WaitGroup
+	ws := NewWorkers()
+	if err := AddWorker(ws, WorkFunc(func(ctx context.Context, j *Job[aheadArgs]) error {
+		defer returned.Done()
+		return nil
+	}), KindConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewClient(Config{Store: s, Workers: ws, CompleteWithin: -time.Second}); err == nil {
+		t.Fatal("NewClient with a negative CompleteWithin: no error")
+	}
+	c, err := NewClient(Config{Store: s, Workers: ws, ID: "gather", CompleteWithin: time.Second, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	returned.Add(3)
+	for range 3 {
+		if _, err := c.Insert(ctx, aheadArgs{}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	began := time.Now()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.Stop(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	returned.Wait()
+	count := func(state weirtype.State) int {
+		jobs, err := s.Executor().ListJobs(ctx, store.JobFilter{States: []weirtype.State{state}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(jobs)
+	}
+	if n := count(weirtype.StateRunning); n != 3 && time.Since(began) < 500*time.Millisecond {
+		t.Fatalf("%d of 3 jobs running right after their handlers returned, want all 3 waiting to be written", n)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for count(weirtype.StateCompleted) != 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 3 jobs completed 10 s after their handlers returned", count(weirtype.StateCompleted))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if waited := time.Since(began); waited < 500*time.Millisecond {
+		t.Fatalf("the successes were written %v after the start, want about CompleteWithin (1 s) later", waited)
+	}
+}

@@ -96,6 +96,14 @@ type Config struct {
 	// cancels their contexts and gives them back to the queue with their
 	// attempt returned. Default 30 s.
 	ShutdownTimeout time.Duration
+	// CompleteWithin, when set, is how long a success may wait to be
+	// written with others (up to 100 a statement): at a trickle, fewer
+	// commits for the database, and a job that stays running in the store
+	// that much longer after its handler returned (what reads the job's
+	// state sees it so). Not used in a client with a limited kind, where
+	// a limit counts a job until its end is written. Default 0: each
+	// success is written as soon as the completer is free.
+	CompleteWithin time.Duration
 	// Clock is the time source of every decision and timer. Default
 	// clock.Real.
 	Clock clock.Clock
@@ -184,6 +192,7 @@ func (c Config) withDefaults() (Config, error) {
 		{"SweepEvery", &c.SweepEvery, DefaultSweepEvery},
 		{"JobRetention", &c.JobRetention, DefaultJobRetention},
 		{"RetentionEvery", &c.RetentionEvery, DefaultRetentionEvery},
+		{"CompleteWithin", &c.CompleteWithin, 0},
 	} {
 		if *d.v < 0 {
 			return bad("%s %v is negative", d.name, *d.v)

@@ -16,11 +16,6 @@ import (
 const (
 	// completeBatch is the most completions one CompleteMany writes.
 	completeBatch = 100
-	// completeGather is how long the completer waits, after a success is
-	// queued, for others to write with it, unless completeBatch are
-	// queued first: at a trickle each success was written alone, a
-	// commit per job (see completer).
-	completeGather = 50 * time.Millisecond
 	// writeRetryBase is the first wait before a failed write of an
 	// attempt's outcome, or a failed listen, is tried again (see
 	// writeBackoff and listenBackoff).
@@ -51,12 +46,12 @@ type completion struct {
 // completer writes the completions of successful jobs in batches: it
 // takes every completion queued when it wakes, and writes them with one
 // CompleteMany per completeBatch. Under load completions queue while a
-// write is in flight, so batches grow with the load; at a trickle it
-// waits up to completeGather after a success for others (a write per
-// job cost the database more than the claims), except in a client with
-// a limited kind, where a limit counts the job running until its
-// completion is written, and on a clock other than the real one, where
-// the wait would last until the clock moves. A job waiting for its completion stays
+// write is in flight, so batches grow with the load; with
+// Config.CompleteWithin it waits that long after a success for others (a
+// write per job costs the database more than the claims at a trickle),
+// except in a client with a limited kind, where a limit counts the job
+// running until its completion is written, and on a clock other than the
+// real one, where the wait would last until the clock moves. A job waiting for its completion stays
 // among the client's running jobs, so heartbeats keep its lease, but its
 // worker slot is free. Writes are bounded: at most cap(slots) completions
 // wait at once, and a worker whose success finds none free waits for one.
@@ -109,10 +104,10 @@ func (cp *completer) add(c *Client, x completion) {
 	}
 }
 
-// gather waits up to completeGather for completeBatch completions to be
-// queued, or for stop, when c gathers completions (see completer).
+// gather waits up to Config.CompleteWithin for completeBatch completions
+// to be queued, or for stop, when c gathers completions (see completer).
 func (cp *completer) gather(c *Client, stop <-chan struct{}) {
-	if c.limited() || c.clock != clock.Real {
+	if c.cfg.CompleteWithin <= 0 || c.limited() || c.clock != clock.Real {
 		return
 	}
 	cp.mu.Lock()
@@ -121,7 +116,7 @@ func (cp *completer) gather(c *Client, stop <-chan struct{}) {
 	if n >= completeBatch {
 		return
 	}
-	t := time.NewTimer(completeGather)
+	t := time.NewTimer(c.cfg.CompleteWithin)
 	defer t.Stop()
 	select {
 	case <-t.C:
