@@ -46,7 +46,7 @@ func TestClaimHintsAndClaimsFromTheHead(t *testing.T) {
 	t0 := time.Date(2026, 1, 21, 15, 30, 0, 0, time.UTC)
 	fc := clock.NewFake(t0)
 	rec := &claimsRecorded{answers: []int{4, 4, 4, 2, 0, 1, 4, 4, 4, 4, 4}, fc: fc, slow: map[int]time.Duration{6: 300 * time.Millisecond}}
-	c := &Client{cfg: Config{ID: "w", PollEvery: time.Second, LeaseFor: time.Minute}, ex: rec, clock: fc}
+	c := &Client{cfg: Config{ID: "w", PollEvery: time.Second, LeaseFor: time.Minute}, ex: rec, clock: fc, realTime: true}
 	p := &producer{queue: "q"}
 	claim := func(at time.Duration, free int) []*weirtype.Job {
 		t.Helper()

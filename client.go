@@ -235,8 +235,12 @@ type Client struct {
 	limits    []store.LimitParams
 	unlimited []string
 	clock     clock.Clock
-	log       *slog.Logger
-	tracer    trace.Tracer
+	// realTime: the clock is the real one, whose durations the producers'
+	// and the completer's timing heuristics may use (a fake clock's jumps
+	// are no durations).
+	realTime bool
+	log      *slog.Logger
+	tracer   trace.Tracer
 
 	producers map[string]*producer
 	periodic  []*periodicJob
@@ -359,6 +363,7 @@ func NewClient(cfg Config) (*Client, error) {
 		ex:          cfg.Store.Executor(),
 		kinds:       kinds,
 		clock:       cfg.Clock,
+		realTime:    cfg.Clock == clock.Real,
 		log:         cfg.Logger,
 		tracer:      tracing.Tracer(cfg.TracerProvider),
 		producers:   map[string]*producer{},

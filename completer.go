@@ -107,7 +107,7 @@ func (cp *completer) add(c *Client, x completion) {
 // gather waits up to Config.CompleteWithin for completeBatch completions
 // to be queued, or for stop, when c gathers completions (see completer).
 func (cp *completer) gather(c *Client, stop <-chan struct{}) {
-	if c.cfg.CompleteWithin <= 0 || c.limited() || c.clock != clock.Real {
+	if c.cfg.CompleteWithin <= 0 || c.limited() || !c.realTime {
 		return
 	}
 	cp.mu.Lock()

@@ -84,20 +84,16 @@ func average(a *atomic.Int64, d time.Duration) {
 // pause), which may be ordered before the producer's hint: its next claim
 // is from the head.
 func (c *Client) wake(queue string) {
-	if p := c.producers[queue]; p != nil {
-		p.head.Store(true)
-	}
 	c.notified(queue)
 }
 
 // notified wakes the producer of queue, if this client works it, for an
-// insert another process announced (LISTEN/NOTIFY on PostgreSQL). The
-// producer keeps its hint: a job of a higher priority is taken from the
-// hint too, and one ordered before the hint in its priority (scheduled
-// in the past by a process whose clock is behind, a periodic tick, a
-// requeue) at the next claim from the head, at most PollEvery later.
+// insert another process announced (LISTEN/NOTIFY on PostgreSQL): the
+// job may be ordered before the hint too (a periodic tick, a requeue,
+// a job scheduled in the past), so the next claim is from the head.
 func (c *Client) notified(queue string) {
 	if p := c.producers[queue]; p != nil {
+		p.head.Store(true)
 		select {
 		case p.wake <- struct{}{}:
 		default:
@@ -159,7 +155,9 @@ func (c *Client) produce(p *producer) {
 			// among the running ones for one whose claim was lost.
 			c.claimMu.RLock()
 			jobs, err := c.claim(ctx, p, now, free)
-			average(&p.claimTook, c.clock.Now().Sub(now))
+			if c.realTime { // a fake clock's jumps are no duration
+				average(&p.claimTook, c.clock.Now().Sub(now))
+			}
 			for _, j := range jobs {
 				cj := c.register(j, now)
 				if running < p.max {
@@ -243,7 +241,10 @@ func (c *Client) claim(ctx context.Context, p *producer, now time.Time, free int
 		// there, which only a vacuum removes: the longer it takes, the
 		// rarer it is, so that the producer spends at most a tenth of its
 		// time there however long the table goes without a vacuum.
-		took := c.clock.Now().Sub(now)
+		var took time.Duration
+		if c.realTime { // a fake clock's jumps are no duration
+			took = c.clock.Now().Sub(now)
+		}
 		p.headBy = now.Add(max(c.cfg.PollEvery, headClaimShare*took))
 	}
 	switch {
