@@ -57,6 +57,16 @@
     return el;
   }
 
+  // fillFrom fills el from what data is, unless el already shows that
+  // data: a list redrawn unchanged on each sample would take a click
+  // that lands while its buttons are being replaced.
+  function fillFrom(el, data, ...children) {
+    const key = JSON.stringify(data);
+    if (el.dataset.shows === key) return el;
+    el.dataset.shows = key;
+    return fill(el, ...children);
+  }
+
   function errorBox(err) {
     return h('div', { class: 'error', role: 'alert' }, err instanceof Error ? err.message : String(err));
   }
@@ -464,10 +474,14 @@
     const breakers = h('div', { class: 'card' });
     const stuck = h('div', { class: 'card' });
     const kinds = h('div', { class: 'card' });
-    const paused = h('div', { class: 'card', id: 'pauses' });
+    // The pause form stays in the page while the list above it is
+    // redrawn: moving it on each draw took the focus from someone typing
+    // into it.
+    const pauseList = h('div');
+    const paused = h('div', { class: 'card', id: 'pauses' }, pauseList);
     const limited = h('div', { class: 'card', id: 'limits' });
     add(view, stats, h('div', { class: 'grid' }, byState, throughput, dead, outbox, breakers, stuck), paused, limited, kinds);
-    const pauseForm = pauseFormOf(() => sample().then(draw));
+    add(paused, pauseFormOf(() => sample().then(draw)));
 
     const draw = async (smp) => {
       const st = smp.status;
@@ -497,7 +511,7 @@
       }
       try {
         const b = await api('GET', '/api/admin/breakers');
-        fill(breakers, h('h2', null, 'Breakers'), table(['name', 'state', 'failures#', 'rejected#', 'opened', ''],
+        fillFrom(breakers, b, h('h2', null, 'Breakers'), table(['name', 'state', 'failures#', 'rejected#', 'opened', ''],
           b.breakers.map((br) => h('tr', null, h('td', null, br.name), h('td', null, stateTag(br.state)), h('td', { class: 'num' }, br.failures),
             h('td', { class: 'num' }, br.rejected), h('td', null, fmtTime(br.opened_at)),
             h('td', null, h('button', {
@@ -505,20 +519,20 @@
               onclick: () => breakerOp(br.name, br.state === 'closed' ? 'open' : 'close').then(() => sample().then(draw)),
             }, br.state === 'closed' ? 'Open' : 'Close'))))));
       } catch (e) {
-        fill(breakers, h('h2', null, 'Breakers'), errorBox(e));
+        fillFrom(breakers, String(e), h('h2', null, 'Breakers'), errorBox(e));
       }
       try {
         const ps = await api('GET', '/api/admin/pauses');
-        fill(paused, h('h2', null, 'Paused queues and kinds'), table(['queue', 'kind', 'cause', 'by', 'since', 'until', 'reason', ''],
+        fillFrom(pauseList, ps, h('h2', null, 'Paused queues and kinds'), table(['queue', 'kind', 'cause', 'by', 'since', 'until', 'reason', ''],
           ps.pauses.map((p) => h('tr', null, h('td', null, p.queue), h('td', null, p.kind || '(all)'), h('td', null, p.cause),
             h('td', null, p.by || ''), h('td', null, fmtTime(p.paused_at)), h('td', null, p.until ? fmtTime(p.until) : 'resumed'),
             h('td', { class: 'wrap' }, p.reason || ''),
             h('td', null, h('button', {
               type: 'button',
               onclick: () => pauseOp('resume', { queue: p.queue, kind: p.kind || '', cause: p.cause }).then(() => sample().then(draw)),
-            }, 'Resume'))))), pauseForm);
+            }, 'Resume'))))));
       } catch (e) {
-        fill(paused, h('h2', null, 'Paused queues and kinds'), errorBox(e), pauseForm);
+        fillFrom(pauseList, String(e), h('h2', null, 'Paused queues and kinds'), errorBox(e));
       }
       try {
         const ls = await api('GET', '/api/admin/limits');
