@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/eventually"
 	"github.com/weirhq/weir/internal/faultproxy"
+	"github.com/weirhq/weir/internal/syncio"
 	"github.com/weirhq/weir/internal/teststore"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/store/postgres"
@@ -74,7 +76,15 @@ func TestPostgresClaimWhoseReplyIsLostRunsAgainWithinALease(t *testing.T) {
 	}), weir.KindConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := weir.NewClient(weir.Config{Store: ls, Workers: ws, ID: "lost-claim", Clock: fc, Logger: testLogger()})
+	// The client's log, shown if the test fails.
+	var logs syncio.Buffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the client's log:\n%s", logs.String())
+		}
+	})
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	c, err := weir.NewClient(weir.Config{Store: ls, Workers: ws, ID: "lost-claim", Clock: fc, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,11 +94,19 @@ func TestPostgresClaimWhoseReplyIsLostRunsAgainWithinALease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The insert wakes the producer. Should that claim fail (a busy
+	// machine), the next is the poll's: the clock moves a second at each
+	// real one.
 	var lost []*weirtype.Job
-	select {
-	case lost = <-ls.ex.lost:
-	case <-time.After(waitLimit):
-		t.Fatal("no claim took the job")
+	for giveUp := time.Now().Add(waitLimit); lost == nil; {
+		select {
+		case lost = <-ls.ex.lost:
+		case <-time.After(time.Second):
+			if time.Now().After(giveUp) {
+				t.Fatalf("no claim took the job within %v (%d claims)", waitLimit, ls.ex.claims.Load())
+			}
+			fc.Advance(time.Second)
+		}
 	}
 	if len(lost) != 1 || lost[0].ID != r.Job.ID || lost[0].Attempt != 1 {
 		t.Fatalf("the lost claim took %+v, want job %d at attempt 1", lost, r.Job.ID)

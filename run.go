@@ -80,18 +80,12 @@ func average(a *atomic.Int64, d time.Duration) {
 }
 
 // wake wakes the producer of queue, if this client works it, for a job
-// this client made claimable (an insert, a retry, a requeue, a lifted
-// pause), which may be ordered before the producer's hint: its next claim
-// is from the head.
+// made claimable: by this client (an insert, a retry, a requeue, a lifted
+// pause) or by another process that announced it (LISTEN/NOTIFY on
+// PostgreSQL). The job may be ordered before the producer's hint (a
+// retry, a periodic tick, a job scheduled in the past), so its next
+// claim is from the head.
 func (c *Client) wake(queue string) {
-	c.notified(queue)
-}
-
-// notified wakes the producer of queue, if this client works it, for an
-// insert another process announced (LISTEN/NOTIFY on PostgreSQL): the
-// job may be ordered before the hint too (a periodic tick, a requeue,
-// a job scheduled in the past), so the next claim is from the head.
-func (c *Client) notified(queue string) {
 	if p := c.producers[queue]; p != nil {
 		p.head.Store(true)
 		select {

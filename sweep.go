@@ -239,7 +239,7 @@ func (c *Client) listenLoop(n store.Notifier) {
 	defer c.loopsWG.Done()
 	for failures := 0; ; {
 		ctx, cancel := c.untilStop()
-		err := n.Listen(ctx, func() { failures = 0 }, c.notified)
+		err := n.Listen(ctx, func() { failures = 0 }, c.wake)
 		stopped := ctx.Err() != nil
 		cancel()
 		if stopped {

@@ -147,7 +147,9 @@ func (c *consumer) ensure(ctx context.Context) (jetstream.Consumer, error) {
 		cfg.MaxAckPending = c.opts.Prefetch
 	}
 	for attempt := 1; ; attempt++ {
-		cons, err := c.b.js.CreateOrUpdateConsumer(ctx, c.stream, cfg)
+		rctx, cancel := context.WithTimeout(ctx, apiTimeout)
+		cons, err := c.b.js.CreateOrUpdateConsumer(rctx, c.stream, cfg)
+		cancel()
 		if err == nil {
 			return cons, nil
 		}
@@ -168,6 +170,13 @@ func (c *consumer) ensure(ctx context.Context) (jetstream.Consumer, error) {
 		}
 	}
 }
+
+// apiTimeout bounds one request to the server's JetStream API (a
+// consumer's creation, a stream's lookup). A request written to a
+// connection the server has just closed, before the client noticed, gets
+// no reply: without a bound it would wait as long as its caller's
+// context, a consumer started beside a server's restart never pulling.
+const apiTimeout = 5 * time.Second
 
 // errNotConnected is a pull's error while the connection is being made
 // again.

@@ -212,11 +212,13 @@ func (c *consumer) deadLetterAdvised(ctx context.Context, key seqKey, deliveries
 }
 
 func (c *consumer) tryDeadLetterAdvised(ctx context.Context, log *slog.Logger, key seqKey, deliveries int, lastErr error) error {
-	s, err := c.b.js.Stream(ctx, c.stream)
+	rctx, cancel := context.WithTimeout(ctx, apiTimeout)
+	defer cancel()
+	s, err := c.b.js.Stream(rctx, c.stream)
 	if err != nil {
 		return err
 	}
-	raw, err := s.GetMsg(ctx, key.seq)
+	raw, err := s.GetMsg(rctx, key.seq)
 	if err != nil {
 		return err
 	}

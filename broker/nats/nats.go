@@ -399,6 +399,10 @@ func (b *Broker) declare(ctx context.Context, topic string) error {
 		Duplicates:  b.cfg.DedupeWindow,
 		MaxAge:      b.cfg.MaxAge,
 	}
+	// Each request is bounded (see apiTimeout): Declare fails instead of
+	// waiting on a reply that will not come.
+	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
+	defer cancel()
 	for {
 		s, err := b.js.Stream(ctx, name)
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
