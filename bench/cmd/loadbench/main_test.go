@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 func BenchmarkLoadQuick(b *testing.B) {
 	cfg := loadbench.Quick(loadbench.Default())
 	cfg.URL = testenv.Postgres(b)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var progress strings.Builder
 	start := time.Now()

@@ -175,7 +175,10 @@ func Quick(c Config) Config {
 	c.Recovery = time.Second
 	c.Rate, c.Depth = 500, 0
 	c.KillRate = 4
-	c.DrainTimeout = 30 * time.Second
+	// A River job whose completion a killed backend lost stays running
+	// until River's rescuer, every 30 s, finds it older than
+	// riverRescueAfter: the drain waits that long and more.
+	c.DrainTimeout = riverRescueAfter + 30*time.Second + 20*time.Second
 	return c
 }
 
