@@ -45,7 +45,9 @@ func TestClaimAheadFollowsClaimAndRunTimes(t *testing.T) {
 	}
 }
 
-type aheadArgs struct{}
+type aheadArgs struct {
+	Slow bool `json:"slow,omitempty"`
+}
 
 func (aheadArgs) Kind() string { return "ahead" }
 
@@ -142,16 +144,27 @@ func TestClaimedAheadJobsAreGivenBackAtStop(t *testing.T) {
 	}
 }
 
-// With CompleteWithin, successes wait up to that long to be written
-// together: a job whose handler returned is still running in the store
-// for a while, then completed about CompleteWithin later.
-func TestCompleteWithinGathersSuccesses(t *testing.T) {
+// With CompleteWithin, a success waits for the other jobs of its claim
+// that still run, and is written with the last of them as soon as that
+// one ends (not CompleteWithin later); a job claimed alone is written at
+// once; a success whose claim-mate runs longer than CompleteWithin is
+// written after CompleteWithin.
+func TestCompleteWithinWaitsForTheRestOfItsClaim(t *testing.T) {
 	ctx := context.Background()
 	s := teststore.SQLite(t, filepath.Join(t.TempDir(), "weir.db"))
 	var returned sync.WaitGroup
+	release := make(chan struct{})
+	slowStarted := make(chan struct{}, 2)
 	ws := NewWorkers()
 	if err := AddWorker(ws, WorkFunc(func(ctx context.Context, j *Job[aheadArgs]) error {
 		defer returned.Done()
+		if j.Args.Slow {
+			slowStarted <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done(): // Stop after a failure
+			}
+		}
 		return nil
 	}), KindConfig{}); err != nil {
 		t.Fatal(err)
@@ -159,44 +172,134 @@ func TestCompleteWithinGathersSuccesses(t *testing.T) {
 	if _, err := NewClient(Config{Store: s, Workers: ws, CompleteWithin: -time.Second}); err == nil {
 		t.Fatal("NewClient with a negative CompleteWithin: no error")
 	}
-	c, err := NewClient(Config{Store: s, Workers: ws, ID: "gather", CompleteWithin: time.Second, Logger: slog.New(slog.DiscardHandler)})
+	const within = 3 * time.Second
+	c, err := NewClient(Config{Store: s, Workers: ws, ID: "gather", CompleteWithin: within, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	returned.Add(3)
-	for range 3 {
-		if _, err := c.Insert(ctx, aheadArgs{}, nil); err != nil {
+	if got, err := (Config{Store: s, Workers: ws}).withDefaults(); err != nil || got.CompleteWithin != 10*time.Millisecond {
+		t.Fatalf("default CompleteWithin %v (%v), want 10ms", got.CompleteWithin, err)
+	}
+	state := func(id int64) weirtype.State {
+		j, err := s.Executor().GetJob(ctx, id)
+		if err != nil {
 			t.Fatal(err)
 		}
+		return j.State
 	}
-	began := time.Now()
+	waitState := func(id int64, want weirtype.State, limit time.Duration) time.Duration {
+		began := time.Now()
+		for state(id) != want {
+			if time.Since(began) > limit {
+				t.Fatalf("job %d is %s %v later, want %s", id, state(id), limit, want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		return time.Since(began)
+	}
+	// One claim takes both: they are inserted before the start.
+	quick, err := c.Insert(ctx, aheadArgs{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow, err := c.Insert(ctx, aheadArgs{Slow: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	returned.Add(2)
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
+	released := false
 	defer func() {
+		if !released {
+			close(release)
+		}
 		if err := c.Stop(ctx); err != nil {
 			t.Error(err)
 		}
 	}()
+	<-slowStarted
+	began := time.Now()
+	for state(quick.Job.ID) == weirtype.StateAvailable {
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The quick job's handler returns at once; its success waits for the
+	// slow one, its claim-mate.
+	time.Sleep(100 * time.Millisecond)
+	if st := state(quick.Job.ID); st != weirtype.StateRunning && time.Since(began) < within/2 {
+		t.Fatalf("the quick job is %s while its claim-mate runs, want running (its success waiting)", st)
+	}
+	close(release)
+	released = true
 	returned.Wait()
-	count := func(state weirtype.State) int {
-		jobs, err := s.Executor().ListJobs(ctx, store.JobFilter{States: []weirtype.State{state}})
+	if took := waitState(quick.Job.ID, weirtype.StateCompleted, within/2); took > within/3 {
+		t.Errorf("the quick job was written %v after the last of its claim ended, want at once", took)
+	}
+	waitState(slow.Job.ID, weirtype.StateCompleted, time.Second)
+
+	// A job claimed alone is written at once.
+	returned.Add(1)
+	alone, err := c.Insert(ctx, aheadArgs{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	returned.Wait()
+	if took := waitState(alone.Job.ID, weirtype.StateCompleted, within/2); took > within/3 {
+		t.Errorf("a job claimed alone was written %v after its handler returned, want at once", took)
+	}
+}
+
+// A success whose claim-mate runs past CompleteWithin is written after
+// CompleteWithin, without waiting for it.
+func TestCompleteWithinBoundsTheWait(t *testing.T) {
+	ctx := context.Background()
+	s := teststore.SQLite(t, filepath.Join(t.TempDir(), "weir.db"))
+	release := make(chan struct{})
+	ws := NewWorkers()
+	if err := AddWorker(ws, WorkFunc(func(ctx context.Context, j *Job[aheadArgs]) error {
+		if j.Args.Slow {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		return nil
+	}), KindConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewClient(Config{Store: s, Workers: ws, ID: "bound", CompleteWithin: 200 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quick, err := c.Insert(ctx, aheadArgs{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Insert(ctx, aheadArgs{Slow: true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		close(release)
+		if err := c.Stop(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		j, err := s.Executor().GetJob(ctx, quick.Job.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return len(jobs)
-	}
-	if n := count(weirtype.StateRunning); n != 3 && time.Since(began) < 500*time.Millisecond {
-		t.Fatalf("%d of 3 jobs running right after their handlers returned, want all 3 waiting to be written", n)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for count(weirtype.StateCompleted) != 3 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of 3 jobs completed 10 s after their handlers returned", count(weirtype.StateCompleted))
+		if j.State == weirtype.StateCompleted {
+			break
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if waited := time.Since(began); waited < 500*time.Millisecond {
-		t.Fatalf("the successes were written %v after the start, want about CompleteWithin (1 s) later", waited)
+		if time.Now().After(deadline) {
+			t.Fatalf("the quick job is %s 10 s on while its claim-mate runs, want completed after CompleteWithin", j.State)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

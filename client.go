@@ -25,6 +25,7 @@ const (
 	DefaultMaxWorkers      = 10
 	DefaultLeaseFor        = time.Minute
 	DefaultPollEvery       = time.Second
+	DefaultCompleteWithin  = 10 * time.Millisecond
 	DefaultRescueEvery     = 30 * time.Second
 	DefaultShutdownTimeout = 30 * time.Second
 	DefaultStuckAfter      = store.DefaultStuckAfter
@@ -96,13 +97,17 @@ type Config struct {
 	// cancels their contexts and gives them back to the queue with their
 	// attempt returned. Default 30 s.
 	ShutdownTimeout time.Duration
-	// CompleteWithin, when set, is how long a success may wait to be
-	// written with others (up to 100 a statement): at a trickle, fewer
-	// commits for the database, and a job that stays running in the store
-	// that much longer after its handler returned (what reads the job's
-	// state sees it so). Not used in a client with a limited kind, where
-	// a limit counts a job until its end is written. Default 0: each
-	// success is written as soon as the completer is free.
+	// CompleteWithin is how long a success may wait to be written with
+	// the other successes of the jobs claimed with it (up to 100 a
+	// statement), while they still run: the jobs a claim took together
+	// are completed together, one write for the claim instead of one per
+	// job. A job claimed alone, and the last of a claim to end, is
+	// written at once; until its success is written a job stays running
+	// in the store (what reads its state sees it so). Not used in a
+	// client with a limited kind, where a limit counts a job until its
+	// end is written, nor on a clock other than the real one. Default
+	// 10 ms; CompleteAtOnce writes each success as soon as the completer
+	// is free.
 	CompleteWithin time.Duration
 	// Clock is the time source of every decision and timer. Default
 	// clock.Real.
@@ -192,7 +197,7 @@ func (c Config) withDefaults() (Config, error) {
 		{"SweepEvery", &c.SweepEvery, DefaultSweepEvery},
 		{"JobRetention", &c.JobRetention, DefaultJobRetention},
 		{"RetentionEvery", &c.RetentionEvery, DefaultRetentionEvery},
-		{"CompleteWithin", &c.CompleteWithin, 0},
+		{"CompleteWithin", &c.CompleteWithin, DefaultCompleteWithin},
 	} {
 		if *d.v < 0 {
 			return bad("%s %v is negative", d.name, *d.v)
@@ -333,6 +338,8 @@ type runningJob struct {
 	// results are what the attempt's worker recorded for its success
 	// (SetOutput).
 	results results
+	// group holds the attempts claimed with this one.
+	group *claimGroup
 }
 
 // NewClient checks cfg, fills its defaults and returns a client. It does

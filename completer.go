@@ -13,6 +13,11 @@ import (
 	"github.com/weirhq/weir/weirtype"
 )
 
+// CompleteAtOnce, as Config.CompleteWithin, writes each success as soon
+// as the completer is free, without waiting for the other jobs of its
+// claim.
+const CompleteAtOnce time.Duration = 1
+
 const (
 	// completeBatch is the most completions one CompleteMany writes.
 	completeBatch = 100
@@ -46,20 +51,25 @@ type completion struct {
 // completer writes the completions of successful jobs in batches: it
 // takes every completion queued when it wakes, and writes them with one
 // CompleteMany per completeBatch. Under load completions queue while a
-// write is in flight, so batches grow with the load; with
-// Config.CompleteWithin it waits that long after a success for others (a
-// write per job costs the database more than the claims at a trickle),
-// except in a client with a limited kind, where a limit counts the job
-// running until its completion is written, and on a clock other than the
-// real one, where the wait would last until the clock moves. A job waiting for its completion stays
-// among the client's running jobs, so heartbeats keep its lease, but its
-// worker slot is free. Writes are bounded: at most cap(slots) completions
-// wait at once, and a worker whose success finds none free waits for one.
+// write is in flight, so batches grow with the load. With
+// Config.CompleteWithin a success also waits, that long at most, for the
+// other attempts of its claim to end, so that the jobs claimed together
+// are completed together: one write per claim instead of one per job,
+// and none of the wait for a job claimed alone or for the last of its
+// claim. Not in a client with a limited kind, where a limit counts the
+// job running until its completion is written, nor on a clock other than
+// the real one, where the wait would last until the clock moves. A job
+// waiting for its completion stays among the client's running jobs, so
+// heartbeats keep its lease, but its worker slot is free. Writes are
+// bounded: at most cap(slots) completions wait at once, and a worker
+// whose success finds none free waits for one.
 type completer struct {
 	slots chan struct{} // one per completion queued or being written
 	wake  chan struct{} // a completion was queued
-	full  chan struct{} // completeBatch completions are queued
-	done  chan struct{} // closed when the completer has exited
+	// more is signalled when a gathering may be over: completeBatch
+	// completions are queued, or the last attempt of a claim ended.
+	more chan struct{}
+	done chan struct{} // closed when the completer has exited
 
 	mu      sync.Mutex
 	queue   []completion
@@ -73,7 +83,7 @@ func newCompleter(workers int) *completer {
 		// slower than they fill a batch.
 		slots: make(chan struct{}, max(workers, completeBatch)+completeBatch),
 		wake:  make(chan struct{}, 1),
-		full:  make(chan struct{}, 1),
+		more:  make(chan struct{}, 1),
 		done:  make(chan struct{}),
 	}
 }
@@ -97,32 +107,57 @@ func (cp *completer) add(c *Client, x completion) {
 	default:
 	}
 	if full {
+		cp.nudge()
+	}
+}
+
+// nudge tells a gathering completer to look again whether it waits for
+// anything.
+func (cp *completer) nudge() {
+	select {
+	case cp.more <- struct{}{}:
+	default:
+	}
+}
+
+// gather waits, up to Config.CompleteWithin, while a completion queued
+// belongs to a claim with attempts still running, and fewer than
+// completeBatch are queued (or until stop), when c gathers completions
+// (see completer).
+func (cp *completer) gather(c *Client, stop <-chan struct{}) {
+	if c.cfg.CompleteWithin <= CompleteAtOnce || c.limited() || !c.realTime {
+		return
+	}
+	var t *time.Timer
+	for cp.waiting() {
+		if t == nil {
+			t = time.NewTimer(c.cfg.CompleteWithin)
+			defer t.Stop()
+		}
 		select {
-		case cp.full <- struct{}{}:
-		default:
+		case <-t.C:
+			return
+		case <-cp.more:
+		case <-stop:
+			return
 		}
 	}
 }
 
-// gather waits up to Config.CompleteWithin for completeBatch completions
-// to be queued, or for stop, when c gathers completions (see completer).
-func (cp *completer) gather(c *Client, stop <-chan struct{}) {
-	if c.cfg.CompleteWithin <= 0 || c.limited() || !c.realTime {
-		return
-	}
+// waiting reports whether fewer than completeBatch completions are
+// queued and one of them waits for the rest of its claim.
+func (cp *completer) waiting() bool {
 	cp.mu.Lock()
-	n := len(cp.queue)
-	cp.mu.Unlock()
-	if n >= completeBatch {
-		return
+	defer cp.mu.Unlock()
+	if len(cp.queue) >= completeBatch {
+		return false
 	}
-	t := time.NewTimer(c.cfg.CompleteWithin)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-cp.full:
-	case <-stop:
+	for _, x := range cp.queue {
+		if g := x.run.group; g != nil && g.left.Load() > 0 {
+			return true
+		}
 	}
+	return false
 }
 
 // run writes the queued completions whenever one is queued, until stop

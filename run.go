@@ -152,8 +152,10 @@ func (c *Client) produce(p *producer) {
 			if c.realTime { // a fake clock's jumps are no duration
 				average(&p.claimTook, c.clock.Now().Sub(now))
 			}
+			g := &claimGroup{}
+			g.left.Store(int64(len(jobs)))
 			for _, j := range jobs {
-				cj := c.register(j, now)
+				cj := c.register(j, now, g)
 				if running < p.max {
 					running++
 					c.start(p, cj)
@@ -310,11 +312,17 @@ type claimedJob struct {
 	ctx context.Context
 }
 
-// register enters j, claimed at claimedAt, among the running jobs.
-func (c *Client) register(j *weirtype.Job, claimedAt time.Time) *claimedJob {
+// claimGroup counts the attempts of one claim that have not ended: the
+// completer waits for the rest of a claim's successes before it writes
+// one (see completer.gather).
+type claimGroup struct{ left atomic.Int64 }
+
+// register enters j, claimed at claimedAt with the others of g, among the
+// running jobs.
+func (c *Client) register(j *weirtype.Job, claimedAt time.Time, g *claimGroup) *claimedJob {
 	ctx, cancel := context.WithCancelCause(c.jobsCtx)
 	lease := store.LeaseOf(j)
-	r := &runningJob{lease: lease, cancel: cancel, extended: claimedAt}
+	r := &runningJob{lease: lease, cancel: cancel, extended: claimedAt, group: g}
 	c.mu.Lock()
 	old := c.running[j.ID]
 	c.running[j.ID] = r
@@ -369,6 +377,7 @@ func (c *Client) next(p *producer) *claimedJob {
 // execute runs the attempt cj.
 func (c *Client) execute(cj *claimedJob) {
 	defer c.jobsWG.Done()
+	defer c.ended(cj.r)
 	defer cj.r.cancel(nil)
 	if err := context.Cause(cj.ctx); err != nil {
 		// Claimed ahead, it lost its lease (or a later attempt superseded
@@ -395,11 +404,20 @@ func (c *Client) dropAhead(p *producer) (n int) {
 		case cj := <-p.ready:
 			c.forget(cj.j.ID, cj.r)
 			cj.r.cancel(errStopping)
+			c.ended(cj.r)
 			c.jobsWG.Done()
 			n++
 		default:
 			return n
 		}
+	}
+}
+
+// ended counts the end of the attempt r in its claim's group; the last
+// of the group lets the completer write the group's successes.
+func (c *Client) ended(r *runningJob) {
+	if r.group != nil && r.group.left.Add(-1) == 0 {
+		c.completer.nudge()
 	}
 }
 

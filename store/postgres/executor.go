@@ -172,13 +172,13 @@ func (e executor) Insert(ctx context.Context, now time.Time, jobs []store.Insert
 	if e.tx != nil {
 		return e.s.insert(ctx, e.tx, now, expiredBefore, ps)
 	}
+	// Outside a transaction of the caller's, the batch is one: its
+	// statements go in one pipeline ended by a single Sync, which the
+	// server runs as one implicit transaction (all or none of the jobs,
+	// the announcement at its commit), without the round trips of a
+	// BEGIN and a COMMIT.
 	for attempt := 1; ; attempt++ {
-		var res []store.InsertResult
-		err := pgx.BeginTxFunc(ctx, e.s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
-			var err error
-			res, err = e.s.insert(ctx, tx, now, expiredBefore, ps)
-			return err
-		})
+		res, err := e.s.insert(ctx, e.s.pool, now, expiredBefore, ps)
 		if err == nil {
 			return res, nil
 		}
@@ -188,6 +188,12 @@ func (e executor) Insert(ctx context.Context, now time.Time, jobs []store.Insert
 	}
 }
 
+// batchSender sends a batch of statements: a transaction, or the pool,
+// which runs the batch as one implicit transaction.
+type batchSender interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
 // insert runs the jobs' statements in tx as one pipelined batch: one round
 // trip however many jobs. Each run of consecutive jobs without a key is
 // one INSERT over arrays (see insertManySQL); each job with a key is one
@@ -195,7 +201,7 @@ func (e executor) Insert(ctx context.Context, now time.Time, jobs []store.Insert
 // conflicted with. The jobs get their ids in the order given.
 // The batch ends with one statement that announces the queues of the jobs
 // made available, each once (see Store.Listen).
-func (s *Store) insert(ctx context.Context, tx pgx.Tx, now, expiredBefore time.Time, ps []store.InsertParams) ([]store.InsertResult, error) {
+func (s *Store) insert(ctx context.Context, tx batchSender, now, expiredBefore time.Time, ps []store.InsertParams) ([]store.InsertResult, error) {
 	at := now.Format(time.RFC3339Nano) // as encoding/json writes a time
 	b := &pgx.Batch{}
 	var (

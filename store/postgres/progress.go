@@ -82,7 +82,7 @@ func (e executor) CompleteOutputs(ctx context.Context, now time.Time, cs []store
 	}
 	ids, owners, attempts := leaseArrays(leases)
 	q := newResultsQueries(e.s.sql.schema)
-	done, err := e.queryIDs(ctx, op, q.completeOutputs, ids, owners, attempts, micro(now), outputs)
+	done, err := e.queryIDs(ctx, op, q.completeOutputs, planEachCall, ids, owners, attempts, micro(now), outputs)
 	if err != nil {
 		return nil, err
 	}
