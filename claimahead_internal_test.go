@@ -303,3 +303,55 @@ func TestCompleteWithinBoundsTheWait(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// With ClaimCooldown, an insert into an idle queue is claimed at once,
+// and one that comes right after that claim waits until ClaimCooldown
+// has passed since it began.
+func TestClaimCooldownSpacesClaimsOfInserts(t *testing.T) {
+	ctx := context.Background()
+	s := teststore.SQLite(t, filepath.Join(t.TempDir(), "weir.db"))
+	started := make(chan time.Time, 2)
+	ws := NewWorkers()
+	if err := AddWorker(ws, WorkFunc(func(ctx context.Context, j *Job[aheadArgs]) error {
+		started <- time.Now()
+		return nil
+	}), KindConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewClient(Config{Store: s, Workers: ws, ClaimCooldown: -time.Second}); err == nil {
+		t.Fatal("NewClient with a negative ClaimCooldown: no error")
+	}
+	const cooldown = 400 * time.Millisecond
+	c, err := NewClient(Config{Store: s, Workers: ws, ID: "cooldown", ClaimCooldown: cooldown, PollEvery: time.Minute, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.Stop(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	// The start's first claim found the queue empty; let its cooldown
+	// pass, so that the first insert meets an idle queue.
+	time.Sleep(cooldown + 100*time.Millisecond)
+	inserted := time.Now()
+	if _, err := c.Insert(ctx, aheadArgs{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	first := <-started
+	if wait := first.Sub(inserted); wait >= cooldown {
+		t.Fatalf("the first insert into an idle queue started %v later, want at once (before the cooldown of %v)", wait, cooldown)
+	}
+	if _, err := c.Insert(ctx, aheadArgs{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	second := <-started
+	// The second claim begins at least cooldown after the first began,
+	// which was before the first job started.
+	if gap := second.Sub(first); gap < cooldown-50*time.Millisecond {
+		t.Fatalf("the second insert started %v after the first, want the cooldown of %v between their claims", gap, cooldown)
+	}
+}

@@ -90,6 +90,14 @@ type Config struct {
 	// before that place (of a higher priority, inserted by another
 	// process) waits that long at most. Default 1 s.
 	PollEvery time.Duration
+	// ClaimCooldown is the least time between the starts of two claims of
+	// a queue when the first found it empty and an insert woke the
+	// producer: inserts that come one after another are then claimed a
+	// few at a time, one statement for several jobs instead of one each,
+	// and a job inserted just after a claim waits up to ClaimCooldown for
+	// the next. The first insert into an idle queue is claimed at once.
+	// Not used in a client with a limited kind. Default 0 (none).
+	ClaimCooldown time.Duration
 	// RescueEvery is how often expired leases (of crashed workers) are
 	// rescued. Default 30 s.
 	RescueEvery time.Duration
@@ -198,6 +206,7 @@ func (c Config) withDefaults() (Config, error) {
 		{"JobRetention", &c.JobRetention, DefaultJobRetention},
 		{"RetentionEvery", &c.RetentionEvery, DefaultRetentionEvery},
 		{"CompleteWithin", &c.CompleteWithin, DefaultCompleteWithin},
+		{"ClaimCooldown", &c.ClaimCooldown, 0},
 	} {
 		if *d.v < 0 {
 			return bad("%s %v is negative", d.name, *d.v)

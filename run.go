@@ -112,6 +112,7 @@ func (c *Client) wake(queue string) {
 func (c *Client) produce(p *producer) {
 	defer c.producersWG.Done()
 	running, fails := 0, 0
+	var claimedAt time.Time // when the last claim began
 	for {
 		empty := false
 		select {
@@ -143,6 +144,7 @@ func (c *Client) produce(p *producer) {
 		}
 		if free := p.max - running + c.ahead(p) - len(p.ready); free > 0 {
 			now := c.clock.Now()
+			claimedAt = now
 			ctx, cancel := c.storeCtx()
 			// A claim and the start of what it took are one step for
 			// releaseStrays, which must not take a job claimed and not yet
@@ -192,12 +194,39 @@ func (c *Client) produce(p *producer) {
 		case <-t.C():
 		case <-p.wake:
 			t.Stop()
+			if empty && !c.cooldown(p, claimedAt) {
+				return
+			}
 		case <-done:
 			t.Stop()
 			running--
 		case <-p.refill:
 			t.Stop()
 		}
+	}
+}
+
+// cooldown waits, after a claim that began at claimedAt and emptied p's
+// queue, until ClaimCooldown has passed since, so that inserts arriving
+// one after another are claimed a few at a time rather than one claim
+// each; it reports false when the client stops meanwhile. No wait in a
+// client with a limited kind (a wake there may mean a limit's room), nor
+// on a clock other than the real one.
+func (c *Client) cooldown(p *producer, claimedAt time.Time) bool {
+	if c.cfg.ClaimCooldown <= 0 || c.limited() || !c.realTime {
+		return true
+	}
+	d := claimedAt.Add(c.cfg.ClaimCooldown).Sub(c.clock.Now())
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c.stopping:
+		return false
+	case <-t.C:
+		return true
 	}
 }
 

@@ -54,6 +54,7 @@ type workerSpec struct {
 	MaxConns      int           `json:"max_conns"`
 	Poll          time.Duration `json:"poll"`
 	FetchCooldown time.Duration `json:"fetch_cooldown"`
+	ClaimCooldown time.Duration `json:"claim_cooldown,omitempty"`
 	Work          time.Duration `json:"work"`
 	Profile       string        `json:"profile,omitempty"`
 	Verbose       bool          `json:"verbose,omitempty"`
@@ -233,10 +234,11 @@ func startWeirWorker(ctx context.Context, spec workerSpec, t *tally, logger *slo
 		return nil, err
 	}
 	client, err := weir.NewClient(weir.Config{
-		Store:     st,
-		Workers:   workers,
-		Queues:    map[string]weir.QueueConfig{weir.DefaultQueue: {MaxWorkers: spec.Workers}},
-		PollEvery: spec.Poll,
+		Store:         st,
+		Workers:       workers,
+		Queues:        map[string]weir.QueueConfig{weir.DefaultQueue: {MaxWorkers: spec.Workers}},
+		PollEvery:     spec.Poll,
+		ClaimCooldown: spec.ClaimCooldown,
 		// Stable across restarts: a restarted worker takes back at once
 		// the jobs its killed predecessor held.
 		ID:     "loadbench-worker",

@@ -97,9 +97,11 @@ type Config struct {
 	// MaxConns is the pool size of each system's worker process.
 	MaxConns int `json:"max_conns"`
 	// Poll is weir's PollEvery and River's FetchPollInterval;
-	// FetchCooldown River's FetchCooldown.
+	// FetchCooldown River's FetchCooldown; ClaimCooldown weir's
+	// (Config.ClaimCooldown, 0 by default).
 	Poll          time.Duration `json:"poll_ns"`
 	FetchCooldown time.Duration `json:"fetch_cooldown_ns"`
+	ClaimCooldown time.Duration `json:"claim_cooldown_ns,omitempty"`
 
 	// Fault settings.
 	KillRate     float64       `json:"kill_rate"`     // pg-backend-kill: terminations per second
@@ -282,6 +284,8 @@ func (c Config) Validate() error {
 		return errors.New("the batch and the inserters must be positive, the tick and the depth poll longer than zero")
 	case c.MaxConns < 1:
 		return errors.New("max-conns must be positive")
+	case c.ClaimCooldown < 0:
+		return errors.New("-claim-cooldown is negative")
 	case c.Poll <= 0 || c.FetchCooldown < time.Millisecond || c.Poll < c.FetchCooldown:
 		return errors.New("poll must be positive, fetch-cooldown at least 1ms (River's minimum) and no longer than poll")
 	case c.Warmup < 0 || c.Recovery < 0 || c.DrainTimeout <= 0 || c.VacuumEvery < 0:

@@ -24,8 +24,8 @@ func (rep *Report) Print(out io.Writer) {
 	}
 	fmt.Fprintf(out, "# producer: %s, batches of up to %d every %v; jobs: %v of work, %d-byte payload; warmup %v, recovery window %v\n",
 		load, c.Batch, c.Tick, c.Work, c.Payload, c.Warmup, c.Recovery)
-	fmt.Fprintf(out, "# weir: PollEvery %v, pool %d; River: FetchPollInterval %v, FetchCooldown %v, pool %d; producer inserts: weir InsertMany, River InsertManyFast\n",
-		c.Poll, c.MaxConns, c.Poll, c.FetchCooldown, c.MaxConns)
+	fmt.Fprintf(out, "# weir: PollEvery %v, ClaimCooldown %v, pool %d; River: FetchPollInterval %v, FetchCooldown %v, pool %d; producer inserts: weir InsertMany, River InsertManyFast\n",
+		c.Poll, c.ClaimCooldown, c.MaxConns, c.Poll, c.FetchCooldown, c.MaxConns)
 	if c.VacuumEvery > 0 {
 		fmt.Fprintf(out, "# VACUUM of each job table every %v\n", c.VacuumEvery)
 	}

@@ -172,6 +172,7 @@ func (t *target) workerSpec(cfg Config, workers int) workerSpec {
 		MaxConns:      cfg.MaxConns,
 		Poll:          cfg.Poll,
 		FetchCooldown: cfg.FetchCooldown,
+		ClaimCooldown: cfg.ClaimCooldown,
 		Work:          cfg.Work,
 		Verbose:       cfg.Verbose,
 	}
