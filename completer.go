@@ -56,7 +56,9 @@ type completion struct {
 // other attempts of its claim to end, so that the jobs claimed together
 // are completed together: one write per claim instead of one per job,
 // and none of the wait for a job claimed alone or for the last of its
-// claim. Not in a client with a limited kind, where a limit counts the
+// claim. Only after a claim that emptied the queue: a full claim leaves
+// jobs waiting, the completer busy, and its batches grow as they are
+// (waiting cost a drain on SQLite a tenth of its rate). Not in a client with a limited kind, where a limit counts the
 // job running until its completion is written, nor on a clock other than
 // the real one, where the wait would last until the clock moves. A job
 // waiting for its completion stays among the client's running jobs, so
@@ -153,7 +155,7 @@ func (cp *completer) waiting() bool {
 		return false
 	}
 	for _, x := range cp.queue {
-		if g := x.run.group; g != nil && g.left.Load() > 0 {
+		if g := x.run.group; g != nil && g.gather && g.left.Load() > 0 {
 			return true
 		}
 	}

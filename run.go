@@ -154,7 +154,11 @@ func (c *Client) produce(p *producer) {
 			if c.realTime { // a fake clock's jumps are no duration
 				average(&p.claimTook, c.clock.Now().Sub(now))
 			}
-			g := &claimGroup{}
+			// A claim that took all it asked for leaves jobs waiting: the
+			// completer is kept busy, and batches its successes as it
+			// goes; only a claim that emptied the queue waits for its
+			// jobs' successes (see completer.gather).
+			g := &claimGroup{gather: len(jobs) < free}
 			g.left.Store(int64(len(jobs)))
 			for _, j := range jobs {
 				cj := c.register(j, now, g)
@@ -344,7 +348,10 @@ type claimedJob struct {
 // claimGroup counts the attempts of one claim that have not ended: the
 // completer waits for the rest of a claim's successes before it writes
 // one (see completer.gather).
-type claimGroup struct{ left atomic.Int64 }
+type claimGroup struct {
+	left   atomic.Int64
+	gather bool // the claim emptied the queue: its successes wait for each other
+}
 
 // register enters j, claimed at claimedAt with the others of g, among the
 // running jobs.
