@@ -147,9 +147,9 @@ func (c *consumer) ensure(ctx context.Context) (jetstream.Consumer, error) {
 		cfg.MaxAckPending = c.opts.Prefetch
 	}
 	for attempt := 1; ; attempt++ {
-		rctx, cancel := context.WithTimeout(ctx, apiTimeout)
-		cons, err := c.b.js.CreateOrUpdateConsumer(rctx, c.stream, cfg)
-		cancel()
+		cons, err := request(ctx, func(ctx context.Context) (jetstream.Consumer, error) {
+			return c.b.js.CreateOrUpdateConsumer(ctx, c.stream, cfg)
+		})
 		if err == nil {
 			return cons, nil
 		}

@@ -401,12 +401,10 @@ func (b *Broker) declare(ctx context.Context, topic string) error {
 	}
 	// Each request is bounded (see apiTimeout): Declare fails instead of
 	// waiting on a reply that will not come.
-	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
-	defer cancel()
 	for {
-		s, err := b.js.Stream(ctx, name)
+		s, err := request(ctx, func(ctx context.Context) (jetstream.Stream, error) { return b.js.Stream(ctx, name) })
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
-			_, err = b.js.CreateStream(ctx, want)
+			_, err = request(ctx, func(ctx context.Context) (jetstream.Stream, error) { return b.js.CreateStream(ctx, want) })
 			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 				continue // made meanwhile by another declarer: check it
 			}
@@ -423,9 +421,17 @@ func (b *Broker) declare(ctx context.Context, topic string) error {
 			return nil
 		}
 		have.Duplicates, have.MaxAge = want.Duplicates, want.MaxAge
-		_, err = b.js.UpdateStream(ctx, have)
+		_, err = request(ctx, func(ctx context.Context) (jetstream.Stream, error) { return b.js.UpdateStream(ctx, have) })
 		return err
 	}
+}
+
+// request makes one request to the JetStream API with ctx bounded by
+// apiTimeout.
+func request[T any](ctx context.Context, do func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
+	defer cancel()
+	return do(ctx)
 }
 
 // streamName returns the name of topic's stream (see Declare).

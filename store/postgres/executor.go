@@ -170,15 +170,13 @@ func (e executor) Insert(ctx context.Context, now time.Time, jobs []store.Insert
 	expiredBefore := microCeil(now)
 	now = now.UTC().Truncate(time.Microsecond)
 	if e.tx != nil {
-		return e.s.insert(ctx, e.tx, now, expiredBefore, ps)
+		return e.s.insert(ctx, e.tx, false, now, expiredBefore, ps)
 	}
-	// Outside a transaction of the caller's, the batch is one: its
-	// statements go in one pipeline ended by a single Sync, which the
-	// server runs as one implicit transaction (all or none of the jobs,
-	// the announcement at its commit), without the round trips of a
-	// BEGIN and a COMMIT.
+	// Outside a transaction of the caller's, the batch begins its own
+	// (READ COMMITTED), without a round trip for the BEGIN, and commits
+	// once every result has been read and checked.
 	for attempt := 1; ; attempt++ {
-		res, err := e.s.insert(ctx, e.s.pool, now, expiredBefore, ps)
+		res, err := e.s.insert(ctx, e.s.pool, true, now, expiredBefore, ps)
 		if err == nil {
 			return res, nil
 		}
@@ -188,8 +186,7 @@ func (e executor) Insert(ctx context.Context, now time.Time, jobs []store.Insert
 	}
 }
 
-// batchSender sends a batch of statements: a transaction, or the pool,
-// which runs the batch as one implicit transaction.
+// batchSender sends a batch of statements: a transaction, or the pool.
 type batchSender interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
@@ -200,10 +197,15 @@ type batchSender interface {
 // INSERT … ON CONFLICT, followed by the read of the job it may have
 // conflicted with. The jobs get their ids in the order given.
 // The batch ends with one statement that announces the queues of the jobs
-// made available, each once (see Store.Listen).
-func (s *Store) insert(ctx context.Context, tx batchSender, now, expiredBefore time.Time, ps []store.InsertParams) ([]store.InsertResult, error) {
+// made available, each once (see Store.Listen). With begin, the batch
+// begins a transaction of its own, committed once every result has been
+// read and checked, and rolled back otherwise.
+func (s *Store) insert(ctx context.Context, tx batchSender, begin bool, now, expiredBefore time.Time, ps []store.InsertParams) (_ []store.InsertResult, err error) {
 	at := now.Format(time.RFC3339Nano) // as encoding/json writes a time
 	b := &pgx.Batch{}
+	if begin {
+		b.BeginTx(pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	}
 	var (
 		queues []string // of the jobs without a key made available, each once
 		keys   []string
@@ -246,7 +248,22 @@ func (s *Store) insert(ctx context.Context, tx batchSender, now, expiredBefore t
 		b.Queue(s.sql.wake, queues, keys)
 	}
 	br := tx.SendBatch(ctx, b)
+	if begin {
+		own := br.Tx()
+		// Deferred before br.Close, so run after it: a transaction is
+		// used only once the batch is closed.
+		defer func() {
+			if err != nil {
+				_ = own.Rollback(context.WithoutCancel(ctx))
+			}
+		}()
+	}
 	defer br.Close()
+	if begin {
+		if _, err := br.Exec(); err != nil {
+			return nil, fmt.Errorf("postgres: insert: begin: %w", err)
+		}
+	}
 
 	res := make([]store.InsertResult, len(ps))
 	for i, p := range ps {
@@ -293,6 +310,11 @@ func (s *Store) insert(ctx context.Context, tx batchSender, now, expiredBefore t
 	}
 	if err := br.Close(); err != nil {
 		return nil, fmt.Errorf("postgres: insert: %w", err)
+	}
+	if begin {
+		if err := br.Tx().Commit(ctx); err != nil {
+			return nil, fmt.Errorf("postgres: insert: commit: %w", err)
+		}
 	}
 	return res, nil
 }

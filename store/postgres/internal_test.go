@@ -507,7 +507,7 @@ func TestLimitWindowAgreesWithGo(t *testing.T) {
 	}
 }
 
-// CompleteMany and Heartbeat are planned at each call, for the table as
+// CompleteMany, CompleteOutputs and Heartbeat are planned at each call, for the table as
 // it is then. A plan cached for the statement (a prepared statement's
 // generic plan, which PostgreSQL adopts after five calls) keeps the
 // table's size at the time it was made until the table's statistics
@@ -526,6 +526,10 @@ func TestLeaseWritesAreNotPlannedOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		if _, err := ex.Heartbeat(ctx, now, leases, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		cs := []store.Completion{{Lease: leases[0], Output: json.RawMessage(`{"n":1}`)}, {Lease: leases[1]}}
+		if _, err := ex.(store.Results).CompleteOutputs(ctx, now, cs); err != nil {
 			t.Fatal(err)
 		}
 	}
