@@ -107,11 +107,13 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// CompleteWithin is how long a success may wait to be written with
 	// the other successes of the jobs claimed with it (up to 100 a
-	// statement), while they still run: the jobs a claim took together
-	// are completed together, one write for the claim instead of one per
-	// job. A job claimed alone, and the last of a claim to end, is
-	// written at once; until its success is written a job stays running
-	// in the store (what reads its state sees it so). Not used in a
+	// statement), while they still run, after a claim that emptied the
+	// queue: the jobs a claim took together are completed together, one
+	// write for the claim instead of one per job. A job claimed alone,
+	// and the last of a claim to end, is written at once; after a claim
+	// that took all it asked for (more jobs waiting) none waits, the
+	// completer batching as it goes. Until its success is written a job
+	// stays running in the store (what reads its state sees it so). Not used in a
 	// client with a limited kind, where a limit counts a job until its
 	// end is written, nor on a clock other than the real one. Default
 	// 10 ms; CompleteAtOnce writes each success as soon as the completer
