@@ -113,11 +113,11 @@ type Config struct {
 	// and the last of a claim to end, is written at once; after a claim
 	// that took all it asked for (more jobs waiting) none waits, the
 	// completer batching as it goes. Until its success is written a job
-	// stays running in the store (what reads its state sees it so). Not used in a
-	// client with a limited kind, where a limit counts a job until its
-	// end is written, nor on a clock other than the real one. Default
-	// 10 ms; CompleteAtOnce writes each success as soon as the completer
-	// is free.
+	// stays running in the store (what reads its state sees it so). Not
+	// used in a client with a limited kind, where a limit counts a job
+	// until its end is written, nor on a clock other than the real one.
+	// Default 10 ms; CompleteAtOnce writes each success as soon as the
+	// completer is free.
 	CompleteWithin time.Duration
 	// Clock is the time source of every decision and timer. Default
 	// clock.Real.

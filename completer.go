@@ -52,19 +52,19 @@ type completion struct {
 // takes every completion queued when it wakes, and writes them with one
 // CompleteMany per completeBatch. Under load completions queue while a
 // write is in flight, so batches grow with the load. With
-// Config.CompleteWithin a success also waits, that long at most, for the
-// other attempts of its claim to end, so that the jobs claimed together
-// are completed together: one write per claim instead of one per job,
-// and none of the wait for a job claimed alone or for the last of its
-// claim. Only after a claim that emptied the queue: a full claim leaves
-// jobs waiting, the completer busy, and its batches grow as they are
-// (waiting cost a drain on SQLite a tenth of its rate). Not in a client with a limited kind, where a limit counts the
-// job running until its completion is written, nor on a clock other than
-// the real one, where the wait would last until the clock moves. A job
-// waiting for its completion stays among the client's running jobs, so
-// heartbeats keep its lease, but its worker slot is free. Writes are
-// bounded: at most cap(slots) completions wait at once, and a worker
-// whose success finds none free waits for one.
+// Config.CompleteWithin a success of a claim that emptied its queue also
+// waits, that long at most, for the other attempts of that claim to end,
+// so that they are completed together: one write per claim instead of
+// one per job, and no wait for a job claimed alone or for the last of its
+// claim. A full claim leaves jobs waiting and the completer busy, and its
+// successes batch as they come (waiting cost a drain on SQLite a tenth of
+// its rate). No wait in a client with a limited kind, where a limit
+// counts the job running until its completion is written, nor on a clock
+// other than the real one, where the wait would last until the clock
+// moves. A job waiting for its completion stays among the client's
+// running jobs, so heartbeats keep its lease, but its worker slot is
+// free. Writes are bounded: at most cap(slots) completions wait at once,
+// and a worker whose success finds none free waits for one.
 type completer struct {
 	slots chan struct{} // one per completion queued or being written
 	wake  chan struct{} // a completion was queued
@@ -155,7 +155,7 @@ func (cp *completer) waiting() bool {
 		return false
 	}
 	for _, x := range cp.queue {
-		if g := x.run.group; g != nil && g.gather && g.left.Load() > 0 {
+		if g := x.run.group; g != nil && g.left.Load() > 0 {
 			return true
 		}
 	}

@@ -156,10 +156,13 @@ func (c *Client) produce(p *producer) {
 			}
 			// A claim that took all it asked for leaves jobs waiting: the
 			// completer is kept busy, and batches its successes as it
-			// goes; only a claim that emptied the queue waits for its
-			// jobs' successes (see completer.gather).
-			g := &claimGroup{gather: len(jobs) < free}
-			g.left.Store(int64(len(jobs)))
+			// goes; only the jobs of a claim that emptied the queue wait
+			// for each other's successes (see completer.gather).
+			var g *claimGroup
+			if len(jobs) > 0 && len(jobs) < free {
+				g = &claimGroup{}
+				g.left.Store(int64(len(jobs)))
+			}
 			for _, j := range jobs {
 				cj := c.register(j, now, g)
 				if running < p.max {
@@ -198,7 +201,7 @@ func (c *Client) produce(p *producer) {
 		case <-t.C():
 		case <-p.wake:
 			t.Stop()
-			if empty && !c.cooldown(p, claimedAt) {
+			if empty && !c.cooldown(claimedAt) {
 				return
 			}
 		case <-done:
@@ -210,13 +213,13 @@ func (c *Client) produce(p *producer) {
 	}
 }
 
-// cooldown waits, after a claim that began at claimedAt and emptied p's
+// cooldown waits, after a claim that began at claimedAt and emptied its
 // queue, until ClaimCooldown has passed since, so that inserts arriving
 // one after another are claimed a few at a time rather than one claim
 // each; it reports false when the client stops meanwhile. No wait in a
 // client with a limited kind (a wake there may mean a limit's room), nor
 // on a clock other than the real one.
-func (c *Client) cooldown(p *producer, claimedAt time.Time) bool {
+func (c *Client) cooldown(claimedAt time.Time) bool {
 	if c.cfg.ClaimCooldown <= 0 || c.limited() || !c.realTime {
 		return true
 	}
@@ -345,16 +348,14 @@ type claimedJob struct {
 	ctx context.Context
 }
 
-// claimGroup counts the attempts of one claim that have not ended: the
-// completer waits for the rest of a claim's successes before it writes
-// one (see completer.gather).
-type claimGroup struct {
-	left   atomic.Int64
-	gather bool // the claim emptied the queue: its successes wait for each other
-}
+// claimGroup counts the attempts of one claim that emptied its queue
+// and have not ended: the completer waits for the rest of such a claim's
+// successes before it writes one (see completer.gather).
+type claimGroup struct{ left atomic.Int64 }
 
-// register enters j, claimed at claimedAt with the others of g, among the
-// running jobs.
+// register enters j, claimed at claimedAt with the others of g (nil for
+// a claim whose successes do not wait for each other), among the running
+// jobs.
 func (c *Client) register(j *weirtype.Job, claimedAt time.Time, g *claimGroup) *claimedJob {
 	ctx, cancel := context.WithCancelCause(c.jobsCtx)
 	lease := store.LeaseOf(j)
