@@ -45,6 +45,50 @@ func TestClaimAheadFollowsClaimAndRunTimes(t *testing.T) {
 	}
 }
 
+// With a worker idle the producer claims for every free slot and its
+// reserve at once; with all busy it waits until a batch (as many jobs
+// as it has workers) has been taken from the reserve, which still holds
+// the jobs its workers finish while the claim is in flight. Without
+// measures, or with attempts long beside a claim, it claims only for
+// free workers, one at a time as they free.
+func TestToClaimBatchesWhileTheWorkersAreBusy(t *testing.T) {
+	c := &Client{}
+	p := &producer{max: 8, ready: make(chan *claimedJob, 16)}
+	fill := func(n int) {
+		for len(p.ready) > 0 {
+			<-p.ready
+		}
+		for range n {
+			p.ready <- &claimedJob{}
+		}
+	}
+	for _, tc := range []struct {
+		name           string
+		claim, ran     time.Duration
+		running, ready int
+		want           int
+	}{
+		{"nothing measured, all idle", 0, 0, 0, 0, 8},
+		{"nothing measured, one free", 0, 0, 7, 0, 1},
+		{"nothing measured, all busy", 0, 0, 8, 0, 0},
+		{"long attempts, one free", time.Millisecond, time.Second, 7, 0, 1},
+		// ahead 2: a reserve of 2 and a batch of 8.
+		{"all idle", time.Millisecond, 4 * time.Millisecond, 0, 0, 18},
+		{"one idle", time.Millisecond, 4 * time.Millisecond, 7, 0, 11},
+		{"all busy, reserve full", time.Millisecond, 4 * time.Millisecond, 8, 10, 0},
+		{"all busy, less than a batch taken", time.Millisecond, 4 * time.Millisecond, 8, 3, 0},
+		{"all busy, a batch taken", time.Millisecond, 4 * time.Millisecond, 8, 2, 8},
+		{"all busy, more taken", time.Millisecond, 4 * time.Millisecond, 8, 1, 9},
+	} {
+		p.claimTook.Store(int64(tc.claim))
+		p.ranFor.Store(int64(tc.ran))
+		fill(tc.ready)
+		if got := c.toClaim(p, tc.running); got != tc.want {
+			t.Errorf("%s (%d running, %d ready): claims %d, want %d", tc.name, tc.running, tc.ready, got, tc.want)
+		}
+	}
+}
+
 type aheadArgs struct {
 	Slow bool `json:"slow,omitempty"`
 }
@@ -86,8 +130,8 @@ func TestClaimedAheadJobsAreGivenBackAtStop(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Attempts that take no time beside a claim: the producer claims as
-	// many ahead as it has workers.
+	// Attempts that take no time beside a claim: the producer claims
+	// ahead as many as it has workers, and a batch of as many.
 	c.producers[DefaultQueue].ranFor.Store(1)
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -100,14 +144,14 @@ func TestClaimedAheadJobsAreGivenBackAtStop(t *testing.T) {
 		return jobs
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for len(running()) < 4 {
+	for len(running()) < 6 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d jobs running in the store, want the 2 workers' and 2 claimed ahead", len(running()))
+			t.Fatalf("%d jobs running in the store, want the 2 workers' and 4 claimed ahead", len(running()))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if got := len(running()); got != 4 {
-		t.Fatalf("%d jobs running in the store, want 4: 2 workers' and 2 claimed ahead, no more", got)
+	if got := len(running()); got != 6 {
+		t.Fatalf("%d jobs running in the store, want 6: 2 workers' and 4 claimed ahead (a reserve of 2 and a batch of 2), no more", got)
 	}
 
 	stopped := make(chan error, 1)
@@ -139,8 +183,8 @@ func TestClaimedAheadJobsAreGivenBackAtStop(t *testing.T) {
 			t.Errorf("job %d: %s at attempt %d, want completed at 1 or available at 0", j.ID, j.State, j.Attempt)
 		}
 	}
-	if completed != 2 || givenBack != 2 {
-		t.Fatalf("%d completed and %d given back after a claim, want 2 and the 2 claimed ahead", completed, givenBack)
+	if completed != 2 || givenBack != 4 {
+		t.Fatalf("%d completed and %d given back after a claim, want 2 and the 4 claimed ahead", completed, givenBack)
 	}
 }
 

@@ -44,10 +44,12 @@ type QueueConfig struct {
 	//
 	// While the queue is busy the client also holds jobs claimed ahead:
 	// about as many as its workers finish while one claim is in flight
-	// (measured as it runs), at most MaxWorkers, none when attempts run
-	// long beside a claim or a kind of the client has a limit. A worker
-	// whose job ends starts one of them at once instead of waiting for a
-	// claim. They are held as running jobs are (leased, heartbeated):
+	// (measured as it runs, at most MaxWorkers) and a batch of MaxWorkers
+	// more, none when attempts run long beside a claim or a kind of the
+	// client has a limit. A worker whose job ends starts one of them at
+	// once instead of waiting for a claim, and with every worker busy the
+	// client claims a batch at a time, not a job at a time as they end.
+	// They are held as running jobs are (leased, heartbeated):
 	// Stop gives back those no worker took, their attempts returned; a
 	// killed process's restart takes them back with the rest it held.
 	MaxWorkers int
@@ -408,7 +410,7 @@ func NewClient(cfg Config) (*Client, error) {
 			max:    q.MaxWorkers,
 			wake:   make(chan struct{}, 1),
 			done:   make(chan struct{}, q.MaxWorkers),
-			ready:  make(chan *claimedJob, q.MaxWorkers),
+			ready:  make(chan *claimedJob, 2*q.MaxWorkers),
 			refill: make(chan struct{}, 1),
 		}
 	}

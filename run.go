@@ -68,6 +68,30 @@ func (c *Client) ahead(p *producer) int {
 	return int(min((int64(p.max)*claim+ran/2)/ran, int64(p.max)))
 }
 
+// toClaim is how many jobs p claims now, with running of its workers
+// busy; zero for no claim yet. With a worker idle (none is while jobs
+// claimed ahead wait), the producer claims at once for every free slot
+// and its reserve. With all busy, it holds in reserve the jobs its
+// workers finish while a claim is in flight (ahead) and a batch of as
+// many jobs as it has workers, and claims once the batch has been taken
+// from it: each claim takes a batch, while the rest of the reserve keeps
+// the workers busy until it is back. Claiming for each job as it ends
+// keeps a claim in flight for a job or two at a time instead, which at a
+// few workers spends the database's time on claims, several per job's
+// worth of work.
+func (c *Client) toClaim(p *producer, running int) int {
+	a := c.ahead(p)
+	batch := 0
+	if a > 0 {
+		batch = p.max
+	}
+	free := p.max - running + a + batch - len(p.ready)
+	if free <= 0 || (running >= p.max && free < max(1, batch)) {
+		return 0
+	}
+	return free
+}
+
 // average moves the moving average a (nanoseconds) an eighth of the way
 // to d.
 func average(a *atomic.Int64, d time.Duration) {
@@ -142,7 +166,7 @@ func (c *Client) produce(p *producer) {
 		if c.strays.Load() {
 			c.releaseStrays()
 		}
-		if free := p.max - running + c.ahead(p) - len(p.ready); free > 0 {
+		if free := c.toClaim(p, running); free > 0 {
 			now := c.clock.Now()
 			claimedAt = now
 			ctx, cancel := c.storeCtx()
