@@ -555,3 +555,37 @@ func TestLeaseWritesAreNotPlannedOnce(t *testing.T) {
 		c.Release()
 	}
 }
+
+// An insert of jobs without keys (a producer's) announces their queues
+// with a statement that reads no table, whose plan the connection makes
+// once: the wake that also reads the keys' jobs is planned again at each
+// call, its custom plans costed below the generic one.
+func TestKeylessInsertsWakeWithAPlanMadeOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := migratedStore(t)
+	for range 12 {
+		if _, err := s.Executor().Insert(ctx, now, []store.InsertParams{{Kind: "k"}, {Kind: "k", Queue: "other"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conns := s.pool.AcquireAllIdle(ctx)
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	var generic, calls int64
+	for _, c := range conns {
+		var g, n int64
+		err := c.QueryRow(ctx, `SELECT coalesce(sum(generic_plans), 0), coalesce(sum(generic_plans + custom_plans), 0) FROM pg_prepared_statements
+			WHERE statement = $1`, s.sql.wakeQueues).Scan(&g, &n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		generic, calls = generic+g, calls+n
+	}
+	if calls != 12 || generic < 12-5*int64(len(conns)) {
+		t.Fatalf("the keyless wake ran %d times, %d of them on a generic plan; want 12, all but the first five of each connection", calls, generic)
+	}
+}
