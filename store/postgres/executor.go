@@ -32,7 +32,7 @@ const jobColumns = `id, kind, queue, payload, state, attempt, max_attempts, idem
 // the connection's search_path is set (a caller's transaction may come from
 // a pool of the caller's own).
 type queries struct {
-	schema                                  string // quoted, for the statements built per call
+	schema                                              string // quoted, for the statements built per call
 	insert, insertMany, byKey, getJob, wake, wakeQueues string
 	lifecycleQueries
 	deadlineQueries
