@@ -284,8 +284,10 @@ func TestUIRequeueDeadLetter(t *testing.T) {
 			t.Errorf("%s purge: %s %s, want %d JSON", tc.what, resp.Status, body, tc.code)
 		}
 	}
-	if got := listDeadLetters(t, base); len(got) != len(left) {
-		t.Errorf("refused purges left %d dead letters, want %d", len(got), len(left))
+	// The requeued poison file may fail again meanwhile and add a dead
+	// letter; a purge would have removed them all.
+	if got := listDeadLetters(t, base); len(got) < len(left) {
+		t.Errorf("refused purges left %d dead letters, want at least the %d before them", len(got), len(left))
 	}
 }
 
