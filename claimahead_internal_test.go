@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirhq/weir/clock"
 	"github.com/weirhq/weir/internal/teststore"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/weirtype"
@@ -397,5 +398,30 @@ func TestClaimCooldownSpacesClaimsOfInserts(t *testing.T) {
 	// which was before the first job started.
 	if gap := second.Sub(first); gap < cooldown-50*time.Millisecond {
 		t.Fatalf("the second insert started %v after the first, want the cooldown of %v between their claims", gap, cooldown)
+	}
+}
+
+// ClaimCooldown is 25 ms by default; ClaimAtOnce claims right after a
+// claim that emptied the queue, where a cooldown waits for its end.
+func TestClaimAtOnceDoesNotWait(t *testing.T) {
+	if got, err := (Config{Store: teststore.SQLite(t, filepath.Join(t.TempDir(), "weir.db")), Workers: NewWorkers()}).withDefaults(); err != nil || got.ClaimCooldown != 25*time.Millisecond {
+		t.Fatalf("default ClaimCooldown %v (%v), want 25ms", got.ClaimCooldown, err)
+	}
+	for _, tc := range []struct {
+		cooldown time.Duration
+		least    time.Duration
+		most     time.Duration
+	}{
+		{ClaimAtOnce, 0, 100 * time.Millisecond},
+		{300 * time.Millisecond, 250 * time.Millisecond, time.Hour},
+	} {
+		c := &Client{cfg: Config{ClaimCooldown: tc.cooldown}, clock: clock.Real, realTime: true, stopping: make(chan struct{})}
+		began := time.Now()
+		if !c.cooldown(began) {
+			t.Fatalf("cooldown %v: reported a stop", tc.cooldown)
+		}
+		if waited := time.Since(began); waited < tc.least || waited > tc.most {
+			t.Errorf("cooldown %v: waited %v after a claim that began at once, want %v to %v", tc.cooldown, waited, tc.least, tc.most)
+		}
 	}
 }

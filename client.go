@@ -26,6 +26,7 @@ const (
 	DefaultLeaseFor        = time.Minute
 	DefaultPollEvery       = time.Second
 	DefaultCompleteWithin  = 10 * time.Millisecond
+	DefaultClaimCooldown   = 25 * time.Millisecond
 	DefaultRescueEvery     = 30 * time.Second
 	DefaultShutdownTimeout = 30 * time.Second
 	DefaultStuckAfter      = store.DefaultStuckAfter
@@ -98,7 +99,9 @@ type Config struct {
 	// few at a time, one statement for several jobs instead of one each,
 	// and a job inserted just after a claim waits up to ClaimCooldown for
 	// the next. The first insert into an idle queue is claimed at once.
-	// Not used in a client with a limited kind. Default 0 (none).
+	// Not used in a client with a limited kind, nor on a clock other
+	// than the real one. Default 25 ms; ClaimAtOnce claims as soon as an
+	// insert wakes the producer.
 	ClaimCooldown time.Duration
 	// RescueEvery is how often expired leases (of crashed workers) are
 	// rescued. Default 30 s.
@@ -210,7 +213,7 @@ func (c Config) withDefaults() (Config, error) {
 		{"JobRetention", &c.JobRetention, DefaultJobRetention},
 		{"RetentionEvery", &c.RetentionEvery, DefaultRetentionEvery},
 		{"CompleteWithin", &c.CompleteWithin, DefaultCompleteWithin},
-		{"ClaimCooldown", &c.ClaimCooldown, 0},
+		{"ClaimCooldown", &c.ClaimCooldown, DefaultClaimCooldown},
 	} {
 		if *d.v < 0 {
 			return bad("%s %v is negative", d.name, *d.v)

@@ -35,6 +35,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/bench/internal/loadbench"
 )
 
@@ -69,7 +70,7 @@ func run() int {
 	flag.IntVar(&cfg.MaxConns, "max-conns", cfg.MaxConns, "pool size of each system's worker process")
 	flag.DurationVar(&cfg.Poll, "poll", cfg.Poll, "weir's PollEvery and River's FetchPollInterval")
 	flag.DurationVar(&cfg.FetchCooldown, "fetch-cooldown", cfg.FetchCooldown, "River's FetchCooldown (its minimum is 1ms)")
-	flag.DurationVar(&cfg.ClaimCooldown, "claim-cooldown", 0, "weir's Config.ClaimCooldown (0: none, the default)")
+	flag.DurationVar(&cfg.ClaimCooldown, "claim-cooldown", weir.DefaultClaimCooldown, "weir's Config.ClaimCooldown (1ns: none, weir.ClaimAtOnce)")
 	flag.Float64Var(&cfg.KillRate, "kill-rate", cfg.KillRate, "pg-backend-kill: backends terminated per second")
 	flag.IntVar(&cfg.IdleConns, "idle-conns", cfg.IdleConns, "pool-exhaustion: idle connections to hold")
 	flag.IntVar(&cfg.ReserveConns, "reserve-conns", cfg.ReserveConns, "pool-exhaustion: server connection slots left free for the systems and everyone else")

@@ -98,7 +98,7 @@ type Config struct {
 	MaxConns int `json:"max_conns"`
 	// Poll is weir's PollEvery and River's FetchPollInterval;
 	// FetchCooldown River's FetchCooldown; ClaimCooldown weir's
-	// (Config.ClaimCooldown, 0 by default).
+	// (Config.ClaimCooldown, weir's default if 0).
 	Poll          time.Duration `json:"poll_ns"`
 	FetchCooldown time.Duration `json:"fetch_cooldown_ns"`
 	ClaimCooldown time.Duration `json:"claim_cooldown_ns,omitempty"`
