@@ -32,8 +32,8 @@ const jobColumns = `id, kind, queue, payload, state, attempt, max_attempts, idem
 // the connection's search_path is set (a caller's transaction may come from
 // a pool of the caller's own).
 type queries struct {
-	schema                                              string // quoted, for the statements built per call
-	insert, insertMany, byKey, getJob, wake, wakeQueues string
+	schema                                                         string // quoted, for the statements built per call
+	insert, insertMany, byKey, getJob, wake, wakeQueues, jobsPages string
 	lifecycleQueries
 	deadlineQueries
 	messagingQueries
@@ -113,6 +113,8 @@ WHERE octet_length(queue) <= ` + fmt.Sprint(maxPayloadLen),
 		// lengths, and a prepared statement's plan serves every call,
 		// where wake's is made again at each (about 0.17 ms of the
 		// server's CPU an insert at a steady producer's rate).
+		// The jobs table's size in pages, for sized; $1 its name.
+		jobsPages: `SELECT pg_relation_size($1::regclass) / current_setting('block_size')::bigint`,
 		wakeQueues: `SELECT pg_notify('` + channel + `', queue) FROM unnest($1::text[]) AS queue
 WHERE octet_length(queue) <= ` + fmt.Sprint(maxPayloadLen),
 	}

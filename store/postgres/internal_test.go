@@ -507,7 +507,7 @@ func TestLimitWindowAgreesWithGo(t *testing.T) {
 	}
 }
 
-// CompleteMany, CompleteOutputs and Heartbeat are planned at each call, for the table as
+// CompleteOutputs and Heartbeat are planned at each call, for the table as
 // it is then. A plan cached for the statement (a prepared statement's
 // generic plan, which PostgreSQL adopts after five calls) keeps the
 // table's size at the time it was made until the table's statistics
@@ -522,9 +522,6 @@ func TestLeaseWritesAreNotPlannedOnce(t *testing.T) {
 	ex := s.Executor()
 	leases := []store.Lease{{ID: 1, Owner: "w", Attempt: 1}, {ID: 2, Owner: "w", Attempt: 1}}
 	for range 12 {
-		if _, err := ex.CompleteMany(ctx, now, leases); err != nil {
-			t.Fatal(err)
-		}
 		if _, err := ex.Heartbeat(ctx, now, leases, time.Minute); err != nil {
 			t.Fatal(err)
 		}
@@ -587,5 +584,81 @@ func TestKeylessInsertsWakeWithAPlanMadeOnce(t *testing.T) {
 	}
 	if calls != 12 || generic < 12-5*int64(len(conns)) {
 		t.Fatalf("the keyless wake ran %d times, %d of them on a generic plan; want 12, all but the first five of each connection", calls, generic)
+	}
+}
+
+// A batch of completions probes the jobs by id however the table grew
+// since the connection first ran it. PostgreSQL keeps a statement's
+// cached plan until the table's statistics change, which nothing does
+// here (no ANALYZE): a plan made on a table of a few rows scanned the
+// whole table, with a hash join, for each batch after it grew. The
+// statement's text names the table's size class, so that the
+// connection plans it again once the table has doubled.
+func TestCompleteManyProbesByIDAfterTheTableGrew(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	migrated := migratedStore(t)
+	// One connection, whose plans the test follows.
+	s, err := Open(ctx, Config{URL: testenv.Postgres(t), Schema: migrated.schema, MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ex := s.Executor()
+	jobs := func(n int) []store.InsertParams {
+		ps := make([]store.InsertParams, n)
+		for i := range ps {
+			ps[i] = store.InsertParams{Kind: "k", ScheduledAt: now.Add(-time.Hour + time.Duration(i)*time.Microsecond)}
+		}
+		return ps
+	}
+	leasesOf := func(n int) []store.Lease {
+		claimed, err := ex.Claim(ctx, store.ClaimParams{Now: now, Queue: "default", Limit: n, Owner: "w", LeaseFor: time.Minute})
+		if err != nil || len(claimed) != n {
+			t.Fatalf("claim %d: %d claimed, %v", n, len(claimed), err)
+		}
+		ls := make([]store.Lease, len(claimed))
+		for i, j := range claimed {
+			ls[i] = store.Lease{ID: j.ID, Owner: "w", Attempt: j.Attempt}
+		}
+		return ls
+	}
+	if _, err := ex.Insert(ctx, now, jobs(8)); err != nil {
+		t.Fatal(err)
+	}
+	for range 8 { // past the five calls after which a plan is cached
+		if lost, err := ex.CompleteMany(ctx, now, leasesOf(1)); err != nil || len(lost) != 0 {
+			t.Fatalf("complete on the small table: lost %v, %v", lost, err)
+		}
+	}
+	if _, err := ex.Insert(ctx, now, jobs(20000)); err != nil {
+		t.Fatal(err)
+	}
+	s.jobsSize.checkedAt.Store(0) // as if sizeEvery had passed
+	if _, err := ex.CompleteMany(ctx, now, []store.Lease{{ID: 1 << 40, Owner: "w", Attempt: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	leases := leasesOf(4)
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	scans := func() (seq, idx int64) {
+		err := tx.QueryRow(ctx, `SELECT coalesce(seq_scan, 0), coalesce(idx_scan, 0) FROM pg_stat_xact_user_tables WHERE relid = $1::regclass`,
+			s.schema+".weir_jobs").Scan(&seq, &idx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return seq, idx
+	}
+	seq, idx := scans()
+	lost, err := s.Tx(tx).CompleteMany(ctx, now, leases)
+	if err != nil || len(lost) != 0 {
+		t.Fatalf("complete 4 of 20,008 jobs: lost %v, %v", lost, err)
+	}
+	seq2, idx2 := scans()
+	if seq2 != seq || idx2 == idx {
+		t.Fatalf("completing 4 jobs of 20,008: %d sequential scans of the table and %d index scans, want none and some", seq2-seq, idx2-idx)
 	}
 }

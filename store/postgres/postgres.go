@@ -55,6 +55,7 @@ type Store struct {
 	outboxKey  int64  // see outboxLockKey
 	channel    string // see notifyChannel
 	sql        queries
+	jobsSize   sizeClass
 }
 
 var _ store.Store = (*Store)(nil)
