@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/internal/syncio"
 	"github.com/weirhq/weir/internal/teststore"
 	"github.com/weirhq/weir/store/postgres"
 	"github.com/weirhq/weir/weirtype"
@@ -152,6 +156,54 @@ func TestPostgresNotifyWakesAnotherClientAtCommit(t *testing.T) {
 		t.Logf("commit to handler start: %v", at.Sub(committed))
 	case <-time.After(5 * time.Second):
 		t.Fatal("the job did not start within 5 s of its commit; the poll is an hour, so the notification did not wake the worker")
+	}
+}
+
+// When the listening connection is killed (a pooler, a failover), the
+// client listens again at once and then claims: a job made available
+// while nobody listened, here by a foreign insert that announces
+// nothing, starts long before the poll (an hour).
+func TestPostgresListenerKilledListensAgainAndClaims(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := migratedPostgres(t, "weirtest_relisten_", 4)
+	started := make(chan time.Time, 1)
+	ws := weir.NewWorkers()
+	if err := weir.AddWorker(ws, weir.WorkFunc(func(context.Context, *weir.Job[count]) error {
+		started <- time.Now()
+		return nil
+	}), weir.KindConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncio.Buffer{}
+	worker, err := weir.NewClient(weir.Config{Store: s, Workers: ws, ID: "relisten", PollEvery: time.Hour, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startClient(t, worker)
+	waitFor(t, func() bool { return listening(t, s) })
+	time.Sleep(700 * time.Millisecond) // listened for longer than a failure's first backoff
+	var killed int
+	err = s.Pool().QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE query ILIKE 'listen%' AND position($1 in query) > 0`, s.NotifyChannel()).Scan(&killed)
+	if err != nil || killed != 1 {
+		t.Fatalf("terminate the listening backend: %d terminated, %v", killed, err)
+	}
+	_, err = s.Pool().Exec(ctx, `INSERT INTO `+pgx.Identifier{s.Schema()}.Sanitize()+`.weir_jobs
+		(kind, queue, payload, state, max_attempts, source, priority, scheduled_at, created_at, updated_at)
+		VALUES ('count', 'default', '{"n": 1}', 'available', 25, '', 0, now(), now(), now())`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inserted := time.Now()
+	select {
+	case at := <-started:
+		t.Logf("foreign insert to handler start, the listener killed: %v", at.Sub(inserted))
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the job did not start within 5 s after the listener was killed (the poll is an hour); log:\n%s", logs)
+	}
+	if !strings.Contains(logs.String(), "the connection ended; listening again") {
+		t.Errorf("the log does not say the listener listens again:\n%s", logs)
 	}
 }
 

@@ -235,15 +235,37 @@ func sum(m map[string]int) int {
 // became available (PostgreSQL LISTEN/NOTIFY), until Stop. A failed
 // listen is logged and tried again after a doubling wait (polling covers
 // the gap).
+//
+// A listen that ended after it had listened for writeRetryBase or more
+// (its connection killed, a failover) is made again at once; failures
+// after it back off. Once listening again, it wakes every producer: the
+// jobs made available while no connection listened were announced to
+// none, and would otherwise wait for the poll.
 func (c *Client) listenLoop(n store.Notifier) {
 	defer c.loopsWG.Done()
+	var listening time.Time // when the last listen began to listen; zero for none
+	missed := false         // announcements may have been lost since the last listen
 	for failures := 0; ; {
 		ctx, cancel := c.untilStop()
-		err := n.Listen(ctx, func() { failures = 0 }, c.wake)
+		listening = time.Time{}
+		err := n.Listen(ctx, func() {
+			failures, listening = 0, c.clock.Now()
+			if missed {
+				missed = false
+				for q := range c.producers {
+					c.wake(q)
+				}
+			}
+		}, c.wake)
 		stopped := ctx.Err() != nil
 		cancel()
 		if stopped {
 			return
+		}
+		missed = true
+		if !listening.IsZero() && c.clock.Now().Sub(listening) >= writeRetryBase {
+			c.log.Warn("listen for new jobs: the connection ended; listening again", "err", fmt.Sprint(err))
+			continue
 		}
 		failures++
 		d := listenBackoff(failures)
