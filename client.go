@@ -45,8 +45,9 @@ type QueueConfig struct {
 	//
 	// While the queue is busy the client also holds jobs claimed ahead:
 	// about as many as its workers finish while one claim is in flight
-	// (measured as it runs, at most MaxWorkers) and a batch of MaxWorkers
-	// more, none when attempts run long beside a claim or a kind of the
+	// (measured as it runs, at most MaxWorkers) and a batch of up to
+	// MaxWorkers more (four per job of the first), none when attempts run
+	// long beside a claim or a kind of the
 	// client has a limit. A worker whose job ends starts one of them at
 	// once instead of waiting for a claim, and with every worker busy the
 	// client claims a batch at a time, not a job at a time as they end.

@@ -114,14 +114,7 @@ func TestPostgresNotifyWakesAnotherClientAtCommit(t *testing.T) {
 	if !s.Features().Notify {
 		t.Fatal("the PostgreSQL store does not declare Notify")
 	}
-	started := make(chan time.Time, 1)
-	ws := weir.NewWorkers()
-	if err := weir.AddWorker(ws, weir.WorkFunc(func(context.Context, *weir.Job[count]) error {
-		started <- time.Now()
-		return nil
-	}), weir.KindConfig{}); err != nil {
-		t.Fatal(err)
-	}
+	ws, started := startedWorkers(t)
 	worker, err := weir.NewClient(weir.Config{Store: s, Workers: ws, ID: "listener", PollEvery: time.Hour, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -160,13 +153,57 @@ func TestPostgresNotifyWakesAnotherClientAtCommit(t *testing.T) {
 }
 
 // When the listening connection is killed (a pooler, a failover), the
-// client listens again at once and then claims: a job made available
-// while nobody listened, here by a foreign insert that announces
+// client listens again at once and then claims: a job whose announcement
+// it may have missed, here one inserted by plain SQL that announces
 // nothing, starts long before the poll (an hour).
 func TestPostgresListenerKilledListensAgainAndClaims(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, _ := migratedPostgres(t, "weirtest_relisten_", 4)
+	ws, started := startedWorkers(t)
+	logs := &syncio.Buffer{}
+	worker, err := weir.NewClient(weir.Config{Store: s, Workers: ws, ID: "relisten", PollEvery: time.Hour, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startClient(t, worker)
+	waitFor(t, func() bool { return listening(t, s) })
+	// Listened for long enough (writeRetryBase, 500 ms) that its end is
+	// met with a listen at once.
+	time.Sleep(700 * time.Millisecond)
+	_, err = s.Pool().Exec(ctx, `INSERT INTO `+pgx.Identifier{s.Schema()}.Sanitize()+`.weir_jobs
+		(kind, queue, payload, state, max_attempts, source, priority, scheduled_at, created_at, updated_at)
+		VALUES ('count', 'default', '{"n": 1}', 'available', 25, '', 0, now(), now(), now())`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+		t.Fatal("a job inserted without an announcement started before the listener was killed (the poll is an hour)")
+	case <-time.After(200 * time.Millisecond):
+	}
+	var killed int
+	err = s.Pool().QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE query ILIKE 'listen%' AND position($1 in query) > 0`, s.NotifyChannel()).Scan(&killed)
+	if err != nil || killed != 1 {
+		t.Fatalf("terminate the listening backend: %d terminated, %v", killed, err)
+	}
+	terminated := time.Now()
+	select {
+	case at := <-started:
+		t.Logf("listener killed to handler start: %v", at.Sub(terminated))
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the job did not start within 5 s after the listener was killed (the poll is an hour); log:\n%s", logs)
+	}
+	if !strings.Contains(logs.String(), "the connection ended; listening again") {
+		t.Errorf("the log does not say the listener listens again:\n%s", logs)
+	}
+}
+
+// startedWorkers returns workers whose count handler sends the time it
+// started on started (room for one).
+func startedWorkers(t *testing.T) (*weir.Workers, chan time.Time) {
+	t.Helper()
 	started := make(chan time.Time, 1)
 	ws := weir.NewWorkers()
 	if err := weir.AddWorker(ws, weir.WorkFunc(func(context.Context, *weir.Job[count]) error {
@@ -175,36 +212,7 @@ func TestPostgresListenerKilledListensAgainAndClaims(t *testing.T) {
 	}), weir.KindConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncio.Buffer{}
-	worker, err := weir.NewClient(weir.Config{Store: s, Workers: ws, ID: "relisten", PollEvery: time.Hour, Logger: slog.New(slog.NewTextHandler(logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	startClient(t, worker)
-	waitFor(t, func() bool { return listening(t, s) })
-	time.Sleep(700 * time.Millisecond) // listened for longer than a failure's first backoff
-	var killed int
-	err = s.Pool().QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-		WHERE query ILIKE 'listen%' AND position($1 in query) > 0`, s.NotifyChannel()).Scan(&killed)
-	if err != nil || killed != 1 {
-		t.Fatalf("terminate the listening backend: %d terminated, %v", killed, err)
-	}
-	_, err = s.Pool().Exec(ctx, `INSERT INTO `+pgx.Identifier{s.Schema()}.Sanitize()+`.weir_jobs
-		(kind, queue, payload, state, max_attempts, source, priority, scheduled_at, created_at, updated_at)
-		VALUES ('count', 'default', '{"n": 1}', 'available', 25, '', 0, now(), now(), now())`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inserted := time.Now()
-	select {
-	case at := <-started:
-		t.Logf("foreign insert to handler start, the listener killed: %v", at.Sub(inserted))
-	case <-time.After(5 * time.Second):
-		t.Fatalf("the job did not start within 5 s after the listener was killed (the poll is an hour); log:\n%s", logs)
-	}
-	if !strings.Contains(logs.String(), "the connection ended; listening again") {
-		t.Errorf("the log does not say the listener listens again:\n%s", logs)
-	}
+	return ws, started
 }
 
 // listening reports whether a session of s's database listens on s's

@@ -68,23 +68,26 @@ func (c *Client) ahead(p *producer) int {
 	return int(min((int64(p.max)*claim+ran/2)/ran, int64(p.max)))
 }
 
+// batchPerAhead bounds toClaim's batch, in jobs claimed ahead: attempts
+// that run long beside a claim (one job ahead, or two) keep a batch of
+// a few jobs, not MaxWorkers of them waiting for workers while another
+// process could run them.
+const batchPerAhead = 4
+
 // toClaim is how many jobs p claims now, with running of its workers
 // busy; zero for no claim yet. With a worker idle (none is while jobs
 // claimed ahead wait), the producer claims at once for every free slot
 // and its reserve. With all busy, it holds in reserve the jobs its
 // workers finish while a claim is in flight (ahead) and a batch of as
-// many jobs as it has workers, and claims once the batch has been taken
-// from it: each claim takes a batch, while the rest of the reserve keeps
-// the workers busy until it is back. Claiming for each job as it ends
-// keeps a claim in flight for a job or two at a time instead, which at a
-// few workers spends the database's time on claims, several per job's
-// worth of work.
+// many jobs as it has workers (at most batchPerAhead times ahead), and
+// claims once the batch has been taken from it: each claim takes a
+// batch, while the rest of the reserve keeps the workers busy until it
+// is back. Claiming for each job as it ends keeps a claim in flight for
+// a job or two at a time instead, which at a few workers spends the
+// database's time on claims, several per job's worth of work.
 func (c *Client) toClaim(p *producer, running int) int {
 	a := c.ahead(p)
-	batch := 0
-	if a > 0 {
-		batch = p.max
-	}
+	batch := min(p.max, batchPerAhead*a)
 	free := p.max - running + a + batch - len(p.ready)
 	if free <= 0 || (running >= p.max && free < max(1, batch)) {
 		return 0

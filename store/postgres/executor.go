@@ -108,13 +108,13 @@ RETURNING ` + jobColumns + `, (j.xmax = 0) AS inserted`,
 	FROM unnest($2::text[]) AS k(key)
 ) AS woken
 WHERE octet_length(queue) <= ` + fmt.Sprint(maxPayloadLen),
+		// The jobs table's size in pages, for sized; $1 its name.
+		jobsPages: `SELECT pg_relation_size($1::regclass) / current_setting('block_size')::bigint`,
 		// wake for an insert without keys, the producer's usual one: it
 		// reads no table, so its plan does not depend on the arrays'
 		// lengths, and a prepared statement's plan serves every call,
 		// where wake's is made again at each (about 0.17 ms of the
 		// server's CPU an insert at a steady producer's rate).
-		// The jobs table's size in pages, for sized; $1 its name.
-		jobsPages: `SELECT pg_relation_size($1::regclass) / current_setting('block_size')::bigint`,
 		wakeQueues: `SELECT pg_notify('` + channel + `', queue) FROM unnest($1::text[]) AS queue
 WHERE octet_length(queue) <= ` + fmt.Sprint(maxPayloadLen),
 	}

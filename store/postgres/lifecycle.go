@@ -93,9 +93,16 @@ const sizeEvery = 10 * time.Second
 // sizeClass is the size of a Store's jobs table, as the bit length of
 // its number of pages, read at most every sizeEvery.
 type sizeClass struct {
-	checkedAt atomic.Int64 // Unix nanoseconds, on the real clock
+	checkedAt atomic.Int64 // monotonic nanoseconds since sinceStart's epoch; 0 for never
 	class     atomic.Int64
 }
+
+// epoch is sinceStart's origin.
+var epoch = time.Now()
+
+// sinceStart is the time since epoch on the monotonic clock, in
+// nanoseconds, never 0.
+func sinceStart() int64 { return int64(time.Since(epoch)) + 1 }
 
 // sized returns sql with a comment that names the jobs table's size
 // class, for a statement whose best plan depends on the table's size.
@@ -111,13 +118,17 @@ type sizeClass struct {
 // every call instead cost as much of the server's CPU as running it.
 // Inside a caller's transaction the class is the one last read, and no
 // read is added to the transaction.
+//
+// One call at a time reads the size, at most once every sizeEvery, a
+// failed read included (the store down): the others, and the calls
+// until then, use the class last read.
 func (e executor) sized(ctx context.Context, sql string) string {
 	z := &e.s.jobsSize
-	if at := time.Now().UnixNano(); e.tx == nil && at-z.checkedAt.Load() >= int64(sizeEvery) {
+	at, last := sinceStart(), z.checkedAt.Load()
+	if e.tx == nil && (last == 0 || at-last >= int64(sizeEvery)) && z.checkedAt.CompareAndSwap(last, at) {
 		var pages int64
 		if err := e.s.pool.QueryRow(ctx, e.s.sql.jobsPages, e.s.sql.schema+".weir_jobs").Scan(&pages); err == nil {
 			z.class.Store(int64(bits.Len64(uint64(pages))))
-			z.checkedAt.Store(at)
 		}
 	}
 	return sql + "\n-- weir_jobs size class " + strconv.FormatInt(z.class.Load(), 10)

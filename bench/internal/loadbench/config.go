@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/weirhq/weir"
 )
 
 // PhaseKind is what a phase does beside the steady producer.
@@ -154,6 +156,7 @@ func Default() Config {
 		MaxConns:      20,
 		Poll:          50 * time.Millisecond,
 		FetchCooldown: time.Millisecond,
+		ClaimCooldown: weir.DefaultClaimCooldown,
 		KillRate:      2,
 		IdleConns:     300,
 		ReserveConns:  25,
