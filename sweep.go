@@ -256,7 +256,7 @@ func (c *Client) listenLoop(n store.Notifier) {
 					c.wake(q)
 				}
 			}
-		}, c.wake)
+		}, c.announced)
 		stopped := ctx.Err() != nil
 		cancel()
 		if stopped {
