@@ -626,7 +626,7 @@ func TestCompleteManyProbesByIDAfterTheTableGrew(t *testing.T) {
 		}
 		ls := make([]store.Lease, len(claimed))
 		for i, j := range claimed {
-			ls[i] = store.Lease{ID: j.ID, Owner: "w", Attempt: j.Attempt}
+			ls[i] = store.LeaseOf(j)
 		}
 		return ls
 	}
