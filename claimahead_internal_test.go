@@ -2,6 +2,7 @@ package weir
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"sync"
@@ -419,5 +420,156 @@ func TestClaimCooldownDefaultAndWait(t *testing.T) {
 	}
 	if waited := time.Since(began); waited < cooldown-50*time.Millisecond {
 		t.Errorf("cooldown of %v: waited %v after a claim that began at once", cooldown, waited)
+	}
+}
+
+// ridingEx counts, by job id, the completions written by CompleteMany
+// and those written with a claim (store.CompletingClaimer).
+type ridingEx struct {
+	store.Executor
+	mu          sync.Mutex
+	alone, rode map[int64]int
+	fail        int // CompleteAndClaim calls with completions still to fail
+}
+
+func (e *ridingEx) CompleteMany(ctx context.Context, now time.Time, ls []store.Lease) ([]int64, error) {
+	lost, err := e.Executor.CompleteMany(ctx, now, ls)
+	if err == nil {
+		e.count(e.alone, ls)
+	}
+	return lost, err
+}
+
+func (e *ridingEx) CompleteAndClaim(ctx context.Context, done []store.Lease, p store.ClaimParams) ([]int64, []*weirtype.Job, error) {
+	e.mu.Lock()
+	failing := len(done) > 0 && e.fail > 0
+	if failing {
+		e.fail--
+	}
+	e.mu.Unlock()
+	if failing {
+		return nil, nil, errors.New("injected: connection lost")
+	}
+	lost, jobs, err := e.Executor.(store.CompletingClaimer).CompleteAndClaim(ctx, done, p)
+	if err == nil {
+		e.count(e.rode, done)
+	}
+	return lost, jobs, err
+}
+
+func (e *ridingEx) count(m map[int64]int, ls []store.Lease) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, l := range ls {
+		m[l.ID]++
+	}
+}
+
+func (e *ridingEx) counts(id int64) (alone, rode int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.alone[id], e.rode[id]
+}
+
+type ridingStore struct {
+	store.Store
+	ex *ridingEx
+}
+
+func (s ridingStore) Executor() store.Executor { return s.ex }
+
+// A success queued while its producer cools down after a claim that
+// emptied the queue waits for the claim the producer wakes for, and rides
+// with it: one transaction writes both. A failed write with a claim gives
+// the successes back, to be written once: nothing is lost or written
+// twice.
+func TestSuccessesRideWithTheNextClaim(t *testing.T) {
+	for _, fail := range []int{0, 1} {
+		t.Run(map[int]string{0: "written", 1: "write-failed"}[fail], func(t *testing.T) {
+			testSuccessesRide(t, fail)
+		})
+	}
+}
+
+func testSuccessesRide(t *testing.T, fail int) {
+	ctx := context.Background()
+	s := teststore.SQLite(t, filepath.Join(t.TempDir(), "weir.db"))
+	ex := &ridingEx{Executor: s.Executor(), alone: map[int64]int{}, rode: map[int64]int{}, fail: fail}
+	returned := make(chan int64, 8)
+	ws := NewWorkers()
+	if err := AddWorker(ws, WorkFunc(func(_ context.Context, j *Job[aheadArgs]) error {
+		returned <- j.ID
+		return nil
+	}), KindConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	const cooldown = 400 * time.Millisecond
+	c, err := NewClient(Config{Store: ridingStore{s, ex}, Workers: ws, ID: "riding", ClaimCooldown: cooldown,
+		PollEvery: time.Second, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.Stop(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	completed := func(id int64) {
+		t.Helper()
+		for began := time.Now(); ; time.Sleep(5 * time.Millisecond) {
+			j, err := s.Executor().GetJob(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if j.State == weirtype.StateCompleted {
+				return
+			}
+			if time.Since(began) > 10*time.Second {
+				t.Fatalf("job %d is %s 10 s later, want completed", id, j.State)
+			}
+		}
+	}
+	// a is claimed alone at once; its claim starts the cooldown.
+	a, err := c.Insert(ctx, aheadArgs{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-returned
+	// b wakes the producer during the cooldown: its claim, at the end of
+	// the cooldown, takes a's success.
+	time.Sleep(cooldown / 8)
+	if st, err := s.Executor().GetJob(ctx, a.Job.ID); err != nil || st.State != weirtype.StateRunning {
+		t.Fatalf("a's success is written (%v, %v) before the claim its producer woke for", st.State, err)
+	}
+	b, err := c.Insert(ctx, aheadArgs{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A failed claim is tried again after the poll's backoff.
+	select {
+	case <-returned:
+	case <-time.After(10 * time.Second):
+		t.Fatal("b did not run within 10 s")
+	}
+	completed(a.Job.ID)
+	alone, rode := ex.counts(a.Job.ID)
+	if fail == 0 && (alone != 0 || rode != 1) {
+		t.Errorf("a's success written %d times alone and %d with a claim, want with the claim only", alone, rode)
+	}
+	if fail == 1 {
+		ex.mu.Lock()
+		left := ex.fail
+		ex.mu.Unlock()
+		if left != 0 || alone+rode != 1 {
+			t.Errorf("after a failed write with a claim (%d failures left to inject), a's success written %d times alone and %d with a claim, want once", left, alone, rode)
+		}
+	}
+	// b's success is written once, with a claim or after the cooldown.
+	completed(b.Job.ID)
+	if alone, rode := ex.counts(b.Job.ID); alone+rode != 1 {
+		t.Errorf("b's success written %d times alone and %d with a claim, want once", alone, rode)
 	}
 }

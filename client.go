@@ -116,14 +116,19 @@ type Config struct {
 	// statement), while they still run, after a claim that emptied the
 	// queue: the jobs a claim took together are completed together, one
 	// write for the claim instead of one per job. A job claimed alone,
-	// and the last of a claim to end, is written at once; after a claim
+	// and the last of a claim to end, waits for no other job; after a claim
 	// that took all it asked for (more jobs waiting) none waits, the
-	// completer batching as it goes. Until its success is written a job
-	// stays running in the store (what reads its state sees it so). Not
-	// used in a client with a limited kind, where a limit counts a job
-	// until its end is written, nor on a clock other than the real one.
-	// Default 10 ms; CompleteAtOnce writes each success as soon as the
-	// completer is free.
+	// completer batching as it goes. With a store that writes
+	// completions with a claim (store.CompletingClaimer: both of weir's),
+	// a success also waits, while its queue's producer is in its
+	// ClaimCooldown, for the claim that ends it, and rides with that
+	// claim: one commit for both instead of two (when no claim comes, it
+	// is written once the cooldown is over). Until its success is written
+	// a job stays running in the store (what reads its state sees it so).
+	// Not used in a client with a limited kind, where a limit counts a
+	// job until its end is written, nor on a clock other than the real
+	// one. Default 10 ms; CompleteAtOnce writes each success as soon as
+	// the completer is free.
 	CompleteWithin time.Duration
 	// Clock is the time source of every decision and timer. Default
 	// clock.Real.
@@ -267,6 +272,9 @@ type Client struct {
 	producers map[string]*producer
 	periodic  []*periodicJob
 	completer *completer
+	// completingClaimer is the store's Executor when it can write
+	// completions with a claim (store.CompletingClaimer), nil otherwise.
+	completingClaimer store.CompletingClaimer
 
 	// jobsCtx is the parent of every running job's context; it is
 	// cancelled, with cause errStopping, when Stop runs out of time.
@@ -408,6 +416,7 @@ func NewClient(cfg Config) (*Client, error) {
 		workers += q.MaxWorkers
 	}
 	c.completer = newCompleter(workers)
+	c.completingClaimer, _ = c.ex.(store.CompletingClaimer)
 	for name, q := range cfg.Queues {
 		c.producers[name] = &producer{
 			queue:  name,

@@ -64,12 +64,19 @@ type completion struct {
 // moves. A job waiting for its completion stays among the client's
 // running jobs, so heartbeats keep its lease, but its worker slot is
 // free. Writes are bounded: at most cap(slots) completions wait at once,
-// and a worker whose success finds none free waits for one.
+// and a worker whose success finds none free waits for one. With a store
+// that writes completions with a claim, a producer's claim takes the
+// successes queued that wait for no other attempt (take), and gives them
+// back when its write fails (taken): at a steady rate, where each claim
+// empties the queue and the next comes a ClaimCooldown later, the
+// successes of one claim ride with the next, and the completer writes
+// almost nothing.
 type completer struct {
 	slots chan struct{} // one per completion queued or being written
 	wake  chan struct{} // a completion was queued
 	// more is signalled when a gathering may be over: completeBatch
-	// completions are queued, or the last attempt of a claim ended.
+	// completions are queued, the last attempt of a claim ended, or a
+	// claim wrote completions.
 	more chan struct{}
 	done chan struct{} // closed when the completer has exited
 
@@ -125,41 +132,113 @@ func (cp *completer) nudge() {
 // gather waits, up to Config.CompleteWithin, while a completion queued
 // belongs to a claim with attempts still running, and fewer than
 // completeBatch are queued (or until stop), when c gathers completions
-// (see completer).
+// (see completer). With a store that writes completions with a claim
+// (store.CompletingClaimer) it also waits while the producer of a queued
+// completion's queue is in its claim cooldown, and, once the cooldown is
+// over, claimGrace more when that producer is about to claim: the claim
+// takes the completions queued, and one commit writes both.
 func (cp *completer) gather(c *Client, stop <-chan struct{}) {
 	if c.cfg.CompleteWithin <= CompleteAtOnce || c.limited() || !c.realTime {
 		return
 	}
-	var t *time.Timer
-	for cp.waiting() {
-		if t == nil {
-			t = time.NewTimer(c.cfg.CompleteWithin)
-			defer t.Stop()
+	groupBy := time.Now().Add(c.cfg.CompleteWithin)
+	for {
+		until := cp.waitUntil(c, groupBy)
+		d := time.Until(until)
+		if until.IsZero() || d <= 0 {
+			return
 		}
+		t := time.NewTimer(d)
 		select {
 		case <-t.C:
-			return
 		case <-cp.more:
 		case <-stop:
+			t.Stop()
 			return
 		}
+		t.Stop()
 	}
 }
 
-// waiting reports whether fewer than completeBatch completions are
-// queued and one of them waits for the rest of its claim.
-func (cp *completer) waiting() bool {
+// claimGrace is how long a completion waits, past the end of a claim
+// cooldown, for the claim that the producer woke for (see gather).
+const claimGrace = 5 * time.Millisecond
+
+// waitUntil is when gather stops waiting, as things are now: zero when it
+// waits for nothing (completeBatch completions queued, or none waiting
+// for the rest of its claim or for a claim). groupBy is the end of the
+// wait for the rest of a claim.
+func (cp *completer) waitUntil(c *Client, groupBy time.Time) time.Time {
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
 	if len(cp.queue) >= completeBatch {
-		return false
+		return time.Time{}
 	}
+	now := time.Now()
+	var until time.Time
 	for _, x := range cp.queue {
-		if g := x.run.group; g != nil && g.left.Load() > 0 {
-			return true
+		if g := x.run.group; g != nil && g.left.Load() > 0 && now.Before(groupBy) && groupBy.After(until) {
+			until = groupBy
+		}
+		if c.completingClaimer == nil || x.run.output() != nil {
+			continue
+		}
+		if p := c.producers[x.queue]; p != nil {
+			if at := p.claimWait(now); at.After(until) {
+				until = at
+			}
 		}
 	}
-	return false
+	return until
+}
+
+// take removes from the queue up to n completions that a claim can write,
+// and returns them: those without an output (CompleteMany's) that do not
+// wait for the rest of their claim (see Client.claimCompleting).
+func (cp *completer) take(n int) []completion {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	var xs []completion
+	kept := cp.queue[:0]
+	for _, x := range cp.queue {
+		g := x.run.group
+		if len(xs) < n && x.run.output() == nil && (g == nil || g.left.Load() == 0) {
+			xs = append(xs, x)
+		} else {
+			kept = append(kept, x)
+		}
+	}
+	clear(cp.queue[len(kept):])
+	cp.queue = kept
+	return xs
+}
+
+// taken ends the completions a claim took: written (their slots free,
+// and the completer told to look again), or, when the write failed,
+// queued again at the head for the completer to retry; once the completer
+// has stopped, written here, as add does.
+func (cp *completer) taken(c *Client, xs []completion, written bool) {
+	if len(xs) == 0 {
+		return
+	}
+	if !written {
+		cp.mu.Lock()
+		if !cp.stopped {
+			cp.queue = append(xs, cp.queue...)
+			cp.mu.Unlock()
+			select {
+			case cp.wake <- struct{}{}:
+			default:
+			}
+			return
+		}
+		cp.mu.Unlock()
+		c.writeCompletionsBounded(xs)
+	}
+	for range xs {
+		<-cp.slots
+	}
+	cp.nudge()
 }
 
 // run writes the queued completions whenever one is queued, until stop
@@ -291,6 +370,21 @@ func (c *Client) writeCompletionsBounded(xs []completion) {
 // store.ErrLeaseLost it forgets none and returns the error: the caller
 // retries.
 func (c *Client) writeCompletions(xs []completion) error {
+	ctx, cancel := c.storeCtx()
+	defer cancel()
+	return c.recordCompletions(xs, c.clock.Now(), func(now time.Time, leases []store.Lease) ([]int64, error) {
+		if len(leases) == 0 {
+			return nil, nil
+		}
+		return c.completeLeases(ctx, now, xs, leases)
+	})
+}
+
+// recordCompletions completes the jobs of xs at now with write, which
+// gets the leases of those not superseded (none, when all are) and
+// returns the ids of the jobs it did not complete; then it logs the
+// outcome of each and forgets them, as writeCompletions says.
+func (c *Client) recordCompletions(xs []completion, now time.Time, write func(now time.Time, leases []store.Lease) ([]int64, error)) error {
 	leases := make([]store.Lease, 0, len(xs))
 	for _, x := range xs {
 		// A superseded attempt's lease may equal its successor's (after a
@@ -299,14 +393,7 @@ func (c *Client) writeCompletions(xs []completion) error {
 			leases = append(leases, x.run.lease)
 		}
 	}
-	ctx, cancel := c.storeCtx()
-	defer cancel()
-	now := c.clock.Now()
-	var lost []int64
-	var err error
-	if len(leases) > 0 {
-		lost, err = c.completeLeases(ctx, now, xs, leases)
-	}
+	lost, err := write(now, leases)
 	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
 		// One line for the batch: a lost connection fails every job of
 		// it alike.

@@ -51,6 +51,30 @@ type producer struct {
 	// client's clock, of a claim's round trip and of an attempt's run
 	// (see ahead).
 	claimTook, ranFor atomic.Int64
+	// coolUntil is the end of the claim cooldown the producer is in, in
+	// Unix nanoseconds (0 for none), and claimDue is set once a wake
+	// came during it: the producer claims when it ends. The completer
+	// holds successes for that claim (see completer.gather).
+	coolUntil atomic.Int64
+	claimDue  atomic.Bool
+}
+
+// claimWait is when a success of p's queue queued at now stops waiting
+// for p's next claim: the end of p's cooldown, and claimGrace after it
+// when p woke for a claim; zero for no wait.
+func (p *producer) claimWait(now time.Time) time.Time {
+	cool := p.coolUntil.Load()
+	if cool == 0 {
+		return time.Time{}
+	}
+	end := time.Unix(0, cool)
+	switch {
+	case now.Before(end):
+		return end
+	case p.claimDue.Load() && now.Before(end.Add(claimGrace)):
+		return end.Add(claimGrace)
+	}
+	return time.Time{}
 }
 
 // ahead is how many jobs p claims beyond its free workers: about as many
@@ -193,6 +217,11 @@ func (c *Client) produce(p *producer) {
 			// among the running ones for one whose claim was lost.
 			c.claimMu.RLock()
 			jobs, err := c.claim(ctx, p, now, free)
+			if len(jobs) < free && c.coolsDown() {
+				// Set before the jobs start, so that the completer sees
+				// it when their successes come.
+				p.coolUntil.Store(claimedAt.Add(c.cfg.ClaimCooldown).UnixNano())
+			}
 			if c.realTime { // a fake clock's jumps are no duration
 				average(&p.claimTook, c.clock.Now().Sub(now))
 			}
@@ -243,6 +272,7 @@ func (c *Client) produce(p *producer) {
 		case <-t.C():
 		case <-p.wake:
 			t.Stop()
+			p.claimDue.Store(true)
 			if empty && !c.cooldown(claimedAt) {
 				return
 			}
@@ -267,7 +297,7 @@ const ClaimAtOnce time.Duration = 1
 // client with a limited kind (a wake there may mean a limit's room), nor
 // on a clock other than the real one.
 func (c *Client) cooldown(claimedAt time.Time) bool {
-	if c.cfg.ClaimCooldown <= ClaimAtOnce || c.limited() || !c.realTime {
+	if !c.coolsDown() {
 		return true
 	}
 	d := claimedAt.Add(c.cfg.ClaimCooldown).Sub(c.clock.Now())
@@ -282,6 +312,12 @@ func (c *Client) cooldown(claimedAt time.Time) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// coolsDown reports whether the producers wait ClaimCooldown after a
+// claim that emptied their queue (see cooldown).
+func (c *Client) coolsDown() bool {
+	return c.cfg.ClaimCooldown > ClaimAtOnce && !c.limited() && c.realTime
 }
 
 // headClaimShare is the least time between two claims from the head of
@@ -314,7 +350,9 @@ func (c *Client) claim(ctx context.Context, p *producer, now time.Time, free int
 		c.limitedClaims.Lock()
 		defer c.limitedClaims.Unlock()
 	}
-	jobs, err := c.ex.Claim(ctx, store.ClaimParams{Now: now, Queue: p.queue, Limit: free, Owner: c.cfg.ID, LeaseFor: c.cfg.LeaseFor, From: from})
+	jobs, err := c.claimCompleting(ctx, store.ClaimParams{Now: now, Queue: p.queue, Limit: free, Owner: c.cfg.ID, LeaseFor: c.cfg.LeaseFor, From: from})
+	p.coolUntil.Store(0)
+	p.claimDue.Store(false)
 	if from.IsZero() {
 		// A claim from the head reads the entries that claimed jobs left
 		// there, which only a vacuum removes: the longer it takes, the
@@ -334,6 +372,34 @@ func (c *Client) claim(ctx context.Context, p *producer, now time.Time, free int
 		p.from = hintBefore(jobs[0])
 	case len(jobs) > 0:
 		p.from = hintBefore(jobs[len(jobs)-1])
+	}
+	return jobs, err
+}
+
+// claimCompleting claims with cp, and with a store that writes
+// completions with a claim (store.CompletingClaimer) writes the successes
+// queued in the completer in the same transaction: one commit for both,
+// where the completer would make one more (see completer.gather, which
+// holds them for the claim of a producer in its cooldown). On an error
+// the successes go back to the completer, which retries them.
+func (c *Client) claimCompleting(ctx context.Context, cp store.ClaimParams) ([]*weirtype.Job, error) {
+	var xs []completion
+	if c.completingClaimer != nil {
+		xs = c.completer.take(completeBatch)
+	}
+	if len(xs) == 0 {
+		return c.ex.Claim(ctx, cp)
+	}
+	var jobs []*weirtype.Job
+	var claimErr error
+	err := c.recordCompletions(xs, cp.Now, func(_ time.Time, leases []store.Lease) ([]int64, error) {
+		lost, js, err := c.completingClaimer.CompleteAndClaim(ctx, leases, cp)
+		jobs, claimErr = js, err
+		return lost, err
+	})
+	c.completer.taken(c, xs, err == nil)
+	if err == nil {
+		err = claimErr // an ErrLeaseLost, which recordCompletions took as the completions' outcome
 	}
 	return jobs, err
 }

@@ -87,8 +87,13 @@ WHERE j.id = l.id AND j.state = l.state AND j.lease_owner = l.owner AND j.attemp
 const planEachCall = pgx.QueryExecModeExec
 
 // sizeEvery is how often a Store reads the size of its jobs table for
-// sized, at most.
-const sizeEvery = 10 * time.Second
+// sized, at most: one small query a second. Read every 10 s, the class of
+// a table that a producer was filling from empty lagged by up to ten
+// doublings, and for the first 10 s of a steady producer at 760 jobs/s
+// each batch of completions kept a plan made for a one-page table, a
+// sequential scan and a hash join: 2.4 ms a call against 0.5 to 0.6 ms
+// once the class was read again.
+const sizeEvery = time.Second
 
 // sizeClass is the size of a Store's jobs table, as the bit length of
 // its number of pages, read at most every sizeEvery.
@@ -431,12 +436,7 @@ func (e executor) Claim(ctx context.Context, p store.ClaimParams) ([]*weirtype.J
 	if err := refuse(op, p.Validate()); err != nil {
 		return nil, err
 	}
-	now := micro(p.Now)
-	expires := micro(now.Add(p.LeaseFor))
-	sql, args := e.s.sql.claim, []any{now, p.Queue, p.Limit, p.Owner, expires}
-	if !p.From.IsZero() {
-		sql, args = e.s.sql.claimFrom, append(args, p.From.Priority, micro(p.From.ScheduledAt), p.From.ID)
-	}
+	sql, args := e.claimStatement(p)
 	var jobs []*weirtype.Job
 	err := e.run(ctx, func(q querier) error {
 		var err error
@@ -449,6 +449,68 @@ func (e executor) Claim(ctx context.Context, p store.ClaimParams) ([]*weirtype.J
 	// RETURNING comes in no promised order.
 	slices.SortFunc(jobs, claimOrder)
 	return jobs, nil
+}
+
+// claimStatement is the claim of p, a valid ClaimParams with its queue
+// set, and its arguments.
+func (e executor) claimStatement(p store.ClaimParams) (string, []any) {
+	now := micro(p.Now)
+	expires := micro(now.Add(p.LeaseFor))
+	sql, args := e.s.sql.claim, []any{now, p.Queue, p.Limit, p.Owner, expires}
+	if !p.From.IsZero() {
+		sql, args = e.s.sql.claimFrom, append(args, p.From.Priority, micro(p.From.ScheduledAt), p.From.ID)
+	}
+	return sql, args
+}
+
+// CompleteAndClaim completes the jobs of the leases done still held and
+// claims, as CompleteMany then Claim, in one pipelined batch: one round
+// trip, and one implicit transaction (one commit) for both statements;
+// see store.CompletingClaimer.
+func (e executor) CompleteAndClaim(ctx context.Context, done []store.Lease, p store.ClaimParams) ([]int64, []*weirtype.Job, error) {
+	const op = "complete and claim"
+	if p.Queue == "" {
+		p.Queue = store.DefaultQueue
+	}
+	if err := refuse(op, store.CheckLeases(done), p.Validate()); err != nil {
+		return nil, nil, err
+	}
+	if len(done) == 0 {
+		jobs, err := e.Claim(ctx, p)
+		return nil, jobs, err
+	}
+	ids, owners, attempts := leaseArrays(done)
+	complete := e.sized(ctx, e.s.sql.completeMany)
+	claim, claimArgs := e.claimStatement(p)
+	var (
+		completed []int64
+		jobs      []*weirtype.Job
+	)
+	err := e.run(ctx, func(q querier) error {
+		b := &pgx.Batch{}
+		b.Queue(complete, ids, owners, attempts, micro(p.Now))
+		b.Queue(claim, claimArgs...)
+		br := q.SendBatch(ctx, b)
+		rows, err := br.Query()
+		if err == nil {
+			completed, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		}
+		if err == nil {
+			rows, err = br.Query()
+		}
+		if err == nil {
+			jobs, err = collect(rows, func(row pgx.Row) (*weirtype.Job, error) { return scanJob(row) })
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, dbError(op, err)
+	}
+	slices.SortFunc(jobs, claimOrder)
+	return notDone(done, completed), jobs, nil
 }
 
 // Heartbeat extends the leases still held, in one statement, and returns

@@ -630,3 +630,24 @@ func TestHeldLeasesLockInOneOrder(t *testing.T) {
 		t.Fatalf("heartbeats of one set of leases in opposite orders: %v", err)
 	}
 }
+
+// CompleteAndClaim sends both statements in one batch, which PostgreSQL
+// runs as one implicit transaction: when the claim fails in the database
+// (an owner with a NUL byte, which a text cannot hold), the completions
+// before it are rolled back, and the job stays running under its lease.
+func TestCompleteAndClaimIsOneTransaction(t *testing.T) {
+	ex := migratedExecutor(t)
+	j := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "one-tx"})
+	_, _, err := ex.(store.CompletingClaimer).CompleteAndClaim(context.Background(), []store.Lease{store.LeaseOf(j)},
+		store.ClaimParams{Now: now.Add(time.Second), Queue: "one-tx", Limit: 1, Owner: "w\x00", LeaseFor: time.Minute})
+	if err == nil {
+		t.Fatal("a claim by an owner with a NUL byte succeeded")
+	}
+	got, err := ex.GetJob(context.Background(), j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != weirtype.StateRunning || got.LeaseOwner != j.LeaseOwner {
+		t.Fatalf("the failed call left job %d %s held by %q, want running under its lease (nothing written)", j.ID, got.State, got.LeaseOwner)
+	}
+}

@@ -95,53 +95,63 @@ func (e executor) Claim(ctx context.Context, p store.ClaimParams) ([]*weirtype.J
 		return nil, fmt.Errorf("claim jobs: %w", err)
 	}
 	var jobs []*weirtype.Job
-	err := e.write(ctx, func(tx *sql.Tx) error {
-		limits, err := e.loadLimits(ctx, tx)
-		if err != nil {
-			return err
-		}
-		jobs, err = e.claimProbes(ctx, tx, p, limits)
-		if err != nil {
-			return err
-		}
-		if len(jobs) == p.Limit {
-			return limits.record(ctx, tx, p.Now)
-		}
-		claim := claimJobs
-		if len(limits.byKind) > 0 {
-			limited, err := e.claimUnderLimits(ctx, tx, p, limits, p.Limit-len(jobs))
-			if err != nil {
-				return err
-			}
-			jobs = append(jobs, limited...)
-			if len(jobs) == p.Limit {
-				return limits.record(ctx, tx, p.Now)
-			}
-			claim = claimUnlimited
-		}
-		rows, err := e.s.stmts.query(ctx, tx, claim,
-			encodeTime(p.Now), p.Owner, encodeTime(p.Now.Add(p.LeaseFor)), p.Queue, p.Limit-len(jobs))
-		if err != nil {
-			return err
-		}
-		rest, err := scanJobs(rows, min(p.Limit-len(jobs), 100))
-		jobs = append(jobs, rest...)
-		if err != nil {
-			return err
-		}
-		return limits.record(ctx, tx, p.Now)
+	err := e.write(ctx, func(tx *sql.Tx) (err error) {
+		jobs, err = e.claimIn(ctx, tx, p)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim jobs of queue %q: %w", p.Queue, err)
 	}
-	// RETURNING gives the rows in no promised order.
+	sortClaimed(jobs)
+	return jobs, nil
+}
+
+// claimIn claims in tx as Claim does, p checked.
+func (e executor) claimIn(ctx context.Context, tx *sql.Tx, p store.ClaimParams) ([]*weirtype.Job, error) {
+	limits, err := e.loadLimits(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	jobs, err := e.claimProbes(ctx, tx, p, limits)
+	if err != nil {
+		return nil, err
+	}
+	if len(jobs) == p.Limit {
+		return jobs, limits.record(ctx, tx, p.Now)
+	}
+	claim := claimJobs
+	if len(limits.byKind) > 0 {
+		limited, err := e.claimUnderLimits(ctx, tx, p, limits, p.Limit-len(jobs))
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, limited...)
+		if len(jobs) == p.Limit {
+			return jobs, limits.record(ctx, tx, p.Now)
+		}
+		claim = claimUnlimited
+	}
+	rows, err := e.s.stmts.query(ctx, tx, claim,
+		encodeTime(p.Now), p.Owner, encodeTime(p.Now.Add(p.LeaseFor)), p.Queue, p.Limit-len(jobs))
+	if err != nil {
+		return nil, err
+	}
+	rest, err := scanJobs(rows, min(p.Limit-len(jobs), 100))
+	if err != nil {
+		return nil, err
+	}
+	return append(jobs, rest...), limits.record(ctx, tx, p.Now)
+}
+
+// sortClaimed puts claimed jobs in claim order: RETURNING gives the rows
+// in no promised order.
+func sortClaimed(jobs []*weirtype.Job) {
 	slices.SortFunc(jobs, func(a, b *weirtype.Job) int {
 		return cmp.Or(
 			cmp.Compare(b.Priority, a.Priority),
 			a.ScheduledAt.Compare(b.ScheduledAt),
 			cmp.Compare(a.ID, b.ID))
 	})
-	return jobs, nil
 }
 
 // checkClaim is p.Validate, and the lease's end in the range of times
@@ -332,37 +342,76 @@ func (e executor) CompleteMany(ctx context.Context, now time.Time, leases []stor
 	if len(leases) == 0 {
 		return nil, nil
 	}
-	list := leaseList(leases)
 	completed := make(map[int64]bool, len(leases))
 	err = e.write(ctx, func(tx *sql.Tx) error {
-		clear(completed)
-		rows, err := e.s.stmts.query(ctx, tx, completeJobs, encodeTime(now), list)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
-			completed[id] = true
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		return e.endProbes(ctx, tx, slices.Collect(maps.Keys(completed)))
+		return e.completeIn(ctx, tx, now, leases, completed)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("complete %d jobs: %w", len(leases), err)
 	}
+	return notCompleted(leases, completed), nil
+}
+
+// completeIn completes in tx, at now, the jobs of the leases still held,
+// as CompleteMany does, and sets their ids in completed (cleared first).
+func (e executor) completeIn(ctx context.Context, tx *sql.Tx, now time.Time, leases []store.Lease, completed map[int64]bool) error {
+	clear(completed)
+	rows, err := e.s.stmts.query(ctx, tx, completeJobs, encodeTime(now), leaseList(leases))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return err
+		}
+		completed[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return e.endProbes(ctx, tx, slices.Collect(maps.Keys(completed)))
+}
+
+// notCompleted returns the ids of the jobs of leases not in completed, in
+// the order of leases, each once.
+func notCompleted(leases []store.Lease, completed map[int64]bool) []int64 {
 	var lost []int64
 	for _, l := range leases {
 		if !completed[l.ID] && !slices.Contains(lost, l.ID) {
 			lost = append(lost, l.ID)
 		}
 	}
-	return lost, nil
+	return lost
+}
+
+// CompleteAndClaim completes the jobs of the leases done still held and
+// claims, as CompleteMany then Claim, in one write transaction; see
+// store.CompletingClaimer.
+func (e executor) CompleteAndClaim(ctx context.Context, done []store.Lease, p store.ClaimParams) ([]int64, []*weirtype.Job, error) {
+	if p.Queue == "" {
+		p.Queue = store.DefaultQueue
+	}
+	if err := store.FirstError(store.CheckLeases(done), checkClaim(p)); err != nil {
+		return nil, nil, fmt.Errorf("complete and claim: %w", err)
+	}
+	completed := make(map[int64]bool, len(done))
+	var jobs []*weirtype.Job
+	err := e.write(ctx, func(tx *sql.Tx) (err error) {
+		if len(done) > 0 {
+			if err := e.completeIn(ctx, tx, p.Now, done, completed); err != nil {
+				return err
+			}
+		}
+		jobs, err = e.claimIn(ctx, tx, p)
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("complete %d jobs and claim jobs of queue %q: %w", len(done), p.Queue, err)
+	}
+	sortClaimed(jobs)
+	return notCompleted(done, completed), jobs, nil
 }
 
 // retryJob and abandonJob append the attempt's error ?5 (JSON) to the

@@ -24,6 +24,7 @@ func lifecycleCases() []suiteCase {
 		{"Heartbeat", testHeartbeat},
 		{"CompleteNeedsTheLease", testComplete},
 		{"CompleteManyReportsTheLost", testCompleteMany},
+		{"CompleteAndClaimInOneTransaction", testCompleteAndClaim},
 		{"FailSchedulesARetry", testFailRetry},
 		{"FailAbandonsToDeadLetters", testFailAbandon},
 		{"FailAbandonsForEveryReason", testFailEveryReason},
@@ -310,6 +311,71 @@ func testCompleteMany(t *testing.T, h Harness) {
 	}
 	if j := getJob(t, ex, j1.ID); !j.FinalizedAt.Equal(at) {
 		t.Fatalf("a second complete moved FinalizedAt to %v", j.FinalizedAt)
+	}
+}
+
+// testCompleteAndClaim checks store.CompletingClaimer, where the
+// executor has it: the completions are those of CompleteMany (the lost
+// reported in order), the claim that of Claim, both at p.Now, and a call
+// refused for a bad claim completes nothing.
+func testCompleteAndClaim(t *testing.T, h Harness) {
+	ex := migratedExecutor(t, h)
+	cc, ok := ex.(store.CompletingClaimer)
+	if !ok {
+		t.Skip("the executor does not write completions with a claim")
+	}
+	ctx := context.Background()
+	j1 := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "cc"}, "w1")
+	j2 := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "cc"}, "w1")
+	other := claimOne(t, ex, store.InsertParams{Kind: "k", Queue: "cc-other"}, "w2")
+	insertOne(t, ex, now, store.InsertParams{Kind: "k", Queue: "cc", Priority: 1})
+	insertOne(t, ex, now, store.InsertParams{Kind: "k", Queue: "cc"})
+	insertOne(t, ex, now, store.InsertParams{Kind: "k", Queue: "cc-other"})
+
+	at := now.Add(time.Second)
+	claim := store.ClaimParams{Now: at, Queue: "cc", Limit: 5, Owner: "w1", LeaseFor: lease}
+	bad := claim
+	bad.Limit = 0
+	if _, _, err := cc.CompleteAndClaim(ctx, []store.Lease{store.LeaseOf(j1)}, bad); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("a claim of no jobs: %v, want ErrInvalid", err)
+	}
+	if j := getJob(t, ex, j1.ID); j.State != weirtype.StateRunning {
+		t.Fatalf("a refused CompleteAndClaim completed job %d: %+v", j1.ID, *j)
+	}
+
+	lost, jobs, err := cc.CompleteAndClaim(ctx, []store.Lease{
+		store.LeaseOf(j1),
+		{ID: other.ID, Owner: "w1", Attempt: other.Attempt}, // held by w2
+		{ID: 999999, Owner: "w1", Attempt: 1},               // missing
+		store.LeaseOf(j2),
+	}, claim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int64{other.ID, 999999}; !slices.Equal(lost, want) {
+		t.Fatalf("lost %v, want %v (held by another worker, and missing, in input order)", lost, want)
+	}
+	for _, id := range []int64{j1.ID, j2.ID} {
+		if j := getJob(t, ex, id); j.State != weirtype.StateCompleted || !j.FinalizedAt.Equal(at) || j.LeaseOwner != "" {
+			t.Fatalf("completed job %+v", *j)
+		}
+	}
+	if j := getJob(t, ex, other.ID); j.State != weirtype.StateRunning || j.LeaseOwner != "w2" {
+		t.Fatalf("w1's call changed w2's job: %+v", *j)
+	}
+	if len(jobs) != 2 || jobs[0].Priority != 1 || jobs[1].Priority != 0 {
+		t.Fatalf("claimed %d jobs, want the queue's 2 in claim order: %+v", len(jobs), jobs)
+	}
+	for _, j := range jobs {
+		if j.Queue != "cc" || j.State != weirtype.StateRunning || j.LeaseOwner != "w1" || !j.AttemptedAt.Equal(at) || !j.LeaseExpiresAt.Equal(at.Add(lease)) {
+			t.Fatalf("claimed job %+v", *j)
+		}
+	}
+
+	// No completions: a claim alone.
+	lost, jobs, err = cc.CompleteAndClaim(ctx, nil, claim)
+	if err != nil || len(lost) != 0 || len(jobs) != 0 {
+		t.Fatalf("a call with nothing to complete on an empty queue: lost %v, claimed %d, %v", lost, len(jobs), err)
 	}
 }
 
