@@ -32,25 +32,26 @@ func (rep *Report) Print(out io.Writer) {
 	fmt.Fprintln(out, "# jobs/s: median (min) of 1 s completion rates; pickup: insert call → handler start, p50/p99 per 1 s window, median/max over the phase;")
 	fmt.Fprintln(out, "# dead, size: the job table at the phase's end (pg_stat_user_tables, pg_total_relation_size); CPU: seconds per 1,000 jobs;")
 	fmt.Fprintln(out, "# insert ms: the producer's insert calls, p50/p99; depth: waiting jobs (a count every -depth-poll, plus inserts, less starts since)")
+	fmt.Fprintln(out, "# recovery: after a fault phase, the time until the rate (or depth) is back at the clean phase's; after p99: pickup p99 per 1 s window of the recovery window, median/max")
 
 	for _, ph := range c.Phases {
 		fmt.Fprintf(out, "\n== %s (%v) ==\n", ph.Kind, ph.Duration)
 		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "workers\tsystem\tjobs/s\t(min)\tp50 ms\tp95 ms\tp99 ms\tdepth\tdead tup\tsize MB\twkr CPU\tdb CPU\tinsert ms\trecovery\t")
+		fmt.Fprintln(tw, "workers\tsystem\tjobs/s\t(min)\tp50 ms\tp95 ms\tp99 ms\tdepth\tdead tup\tsize MB\twkr CPU\tdb CPU\tinsert ms\trecovery\tafter p99\t")
 		for _, w := range c.Workers {
 			for _, sys := range c.Systems {
 				pr := rep.phase(sys, w, ph.Kind)
 				if pr == nil {
-					fmt.Fprintf(tw, "%d\t%s\t-\t\t\t\t\t\t\t\t\t\t\t\t\n", w, sys)
+					fmt.Fprintf(tw, "%d\t%s\t-\t\t\t\t\t\t\t\t\t\t\t\t\t\n", w, sys)
 					continue
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%.0f\t(%.0f)\t%s\t%s\t%s\t%.0f/%.0f\t%d\t%.1f\t%.3f\t%.3f\t%.1f/%.1f\t%s\t\n",
+				fmt.Fprintf(tw, "%d\t%s\t%.0f\t(%.0f)\t%s\t%s\t%s\t%.0f/%.0f\t%d\t%.1f\t%.3f\t%.3f\t%.1f/%.1f\t%s\t%s\t\n",
 					w, sys, pr.Rate, pr.RateMin, medMax(pr.P50), medMax(pr.P95), medMax(pr.P99),
 					pr.Depth.Median, pr.Depth.Max, pr.DeadEnd, float64(pr.SizeEnd)/1e6,
-					pr.WorkerCPUPer1k, pr.DBCPUPer1k, pr.InsertP50, pr.InsertP99, recovery(pr))
+					pr.WorkerCPUPer1k, pr.DBCPUPer1k, pr.InsertP50, pr.InsertP99, recovery(pr), after(pr))
 			}
 			if r := rep.ratio(w, ph.Kind); r != "" {
-				fmt.Fprintf(tw, "%d\tweir/river\t%s\t\t\t\t\t\t\t\t\t\t\t\t\n", w, r)
+				fmt.Fprintf(tw, "%d\tweir/river\t%s\t\t\t\t\t\t\t\t\t\t\t\t\t\n", w, r)
 			}
 		}
 		_ = tw.Flush()
@@ -118,6 +119,15 @@ func (rep *Report) printSummary(out io.Writer) {
 }
 
 func medMax(s Stat) string { return fmt.Sprintf("%.1f/%.1f", s.Median, s.Max) }
+
+// after is the pickup p99 after the fault (median/max of the recovery
+// window's one-second windows), "-" without one.
+func after(pr *PhaseResult) string {
+	if len(pr.RecoverySamples) == 0 {
+		return "-"
+	}
+	return medMax(pr.AfterP99)
+}
 
 func recovery(pr *PhaseResult) string {
 	switch {

@@ -91,6 +91,9 @@ type PhaseResult struct {
 	Waits           map[string]int `json:"wait_events,omitempty"`
 	Samples         []sample       `json:"samples"`
 	RecoverySamples []sample       `json:"recovery_samples,omitempty"`
+	// AfterP99 is the pickup p99 of the one-second windows of the
+	// recovery window, after the fault has stopped: median and max.
+	AfterP99 Stat `json:"after_pickup_p99_ms"`
 }
 
 // RunResult is one system at one worker count, through every phase.
@@ -382,6 +385,13 @@ func runPhase(ctx context.Context, cfg Config, ph Phase, env faultEnv, obs *obse
 		obs.mark(ctx)
 		rstart := time.Now()
 		pr.RecoverySamples = sampleFor(ctx, obs, rstart, cfg.Recovery, cfg.Verbose, logw, string(ph.Kind)+"/recovery")
+		var after []float64
+		for _, s := range pr.RecoverySamples {
+			if s.P50 > 0 || s.P99 > 0 {
+				after = append(after, s.P99)
+			}
+		}
+		pr.AfterP99 = stat(after)
 		col.takePhase()
 		if baseline != nil {
 			pr.RecoverySeconds, pr.Recovered = recoveryTime(cfg, baseline, pr.RecoverySamples)
