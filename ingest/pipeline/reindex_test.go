@@ -205,7 +205,9 @@ func TestSchemaVersionRebuildReindexes(t *testing.T) {
 }
 
 // A reindex requested while one waits is that one: two requests make one
-// run, and a request after it ended makes another.
+// run, and a request after its job completed makes another (until the
+// success is written, which may wait for the client's next claim, the
+// job is still running and a request is a duplicate of it).
 func TestStartReindexWhileOneWaits(t *testing.T) {
 	h := newHarness(t, nil)
 	ctx := context.Background()
@@ -221,6 +223,10 @@ func TestStartReindexWhileOneWaits(t *testing.T) {
 	waitFor(t, "the reindex to run", 10*time.Second, func() (bool, string) {
 		runs, err := h.svc.ReindexRuns(ctx, 5)
 		return err == nil && len(runs) == 1 && runs[0].Status == "done", fmt.Sprintf("%+v %v", runs, err)
+	})
+	waitFor(t, "the reindex job to complete", 10*time.Second, func() (bool, string) {
+		j, err := h.db.Store.Executor().GetJob(ctx, first.JobID)
+		return err == nil && j.State == weirtype.StateCompleted, fmt.Sprintf("%+v %v", j, err)
 	})
 	third, err := h.svc.StartReindex(ctx, pipeline.TriggerAPI)
 	if err != nil || third.Outcome != weirtype.Inserted || third.JobID == first.JobID {
