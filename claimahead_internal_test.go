@@ -372,18 +372,7 @@ func TestClaimCooldownSpacesClaimsOfInserts(t *testing.T) {
 		t.Fatal("NewClient with a negative ClaimCooldown: no error")
 	}
 	const cooldown = 400 * time.Millisecond
-	c, err := NewClient(Config{Store: s, Workers: ws, ID: "cooldown", ClaimCooldown: cooldown, PollEvery: time.Minute, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := c.Stop(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
+	c := startClient(t, Config{Store: s, Workers: ws, ID: "cooldown", ClaimCooldown: cooldown, PollEvery: time.Minute, Logger: slog.New(slog.DiscardHandler)})
 	// The start's first claim found the queue empty; let its cooldown
 	// pass, so that the first insert meets an idle queue.
 	time.Sleep(cooldown + 100*time.Millisecond)
@@ -504,19 +493,8 @@ func testSuccessesRide(t *testing.T, fail int) {
 		t.Fatal(err)
 	}
 	const cooldown = 400 * time.Millisecond
-	c, err := NewClient(Config{Store: ridingStore{s, ex}, Workers: ws, ID: "riding", ClaimCooldown: cooldown,
+	c := startClient(t, Config{Store: ridingStore{s, ex}, Workers: ws, ID: "riding", ClaimCooldown: cooldown,
 		PollEvery: time.Second, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := c.Stop(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
 	completed := func(id int64) {
 		t.Helper()
 		for began := time.Now(); ; time.Sleep(5 * time.Millisecond) {
@@ -572,4 +550,23 @@ func testSuccessesRide(t *testing.T, fail int) {
 	if alone, rode := ex.counts(b.Job.ID); alone+rode != 1 {
 		t.Errorf("b's success written %d times alone and %d with a claim, want once", alone, rode)
 	}
+}
+
+// startClient makes a client of cfg and starts it; it is stopped when
+// the test ends.
+func startClient(t *testing.T, cfg Config) *Client {
+	t.Helper()
+	c, err := NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	return c
 }

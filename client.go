@@ -123,7 +123,8 @@ type Config struct {
 	// a success also waits, while its queue's producer is in its
 	// ClaimCooldown, for the claim that ends it, and rides with that
 	// claim: one commit for both instead of two (when no claim comes, it
-	// is written once the cooldown is over). Until its success is written
+	// is written once the cooldown is over, or 5 ms after it when a wake
+	// came during it). Until its success is written
 	// a job stays running in the store (what reads its state sees it so).
 	// Not used in a client with a limited kind, where a limit counts a
 	// job until its end is written, nor on a clock other than the real

@@ -134,16 +134,24 @@ func (cp *completer) nudge() {
 // completeBatch are queued (or until stop), when c gathers completions
 // (see completer). With a store that writes completions with a claim
 // (store.CompletingClaimer) it also waits while the producer of a queued
-// completion's queue is in its claim cooldown, and, once the cooldown is
-// over, claimGrace more when that producer is about to claim: the claim
-// takes the completions queued, and one commit writes both.
+// completion that a claim can take is in its claim cooldown, and, once
+// the cooldown is over, claimGrace more when that producer is about to
+// claim: the claim takes the completions queued, and one commit writes
+// both. It never waits longer than the longer of CompleteWithin and
+// ClaimCooldown plus claimGrace.
 func (cp *completer) gather(c *Client, stop <-chan struct{}) {
 	if c.cfg.CompleteWithin <= CompleteAtOnce || c.limited() || !c.realTime {
 		return
 	}
-	groupBy := time.Now().Add(c.cfg.CompleteWithin)
+	start := time.Now()
+	groupBy := start.Add(c.cfg.CompleteWithin)
+	// However the claims come, the completer waits no longer than this.
+	latest := start.Add(max(c.cfg.CompleteWithin, c.cfg.ClaimCooldown+claimGrace))
 	for {
 		until := cp.waitUntil(c, groupBy)
+		if until.After(latest) {
+			until = latest
+		}
 		d := time.Until(until)
 		if until.IsZero() || d <= 0 {
 			return
@@ -180,7 +188,7 @@ func (cp *completer) waitUntil(c *Client, groupBy time.Time) time.Time {
 		if g := x.run.group; g != nil && g.left.Load() > 0 && now.Before(groupBy) && groupBy.After(until) {
 			until = groupBy
 		}
-		if c.completingClaimer == nil || x.run.output() != nil {
+		if c.completingClaimer == nil || !x.claimable() {
 			continue
 		}
 		if p := c.producers[x.queue]; p != nil {
@@ -192,17 +200,22 @@ func (cp *completer) waitUntil(c *Client, groupBy time.Time) time.Time {
 	return until
 }
 
-// take removes from the queue up to n completions that a claim can write,
-// and returns them: those without an output (CompleteMany's) that do not
-// wait for the rest of their claim (see Client.claimCompleting).
+// claimable reports whether a claim can write x: it has no output
+// (CompleteMany's), and waits for no other attempt of its claim.
+func (x completion) claimable() bool {
+	g := x.run.group
+	return x.run.output() == nil && (g == nil || g.left.Load() == 0)
+}
+
+// take removes from the queue up to n completions that a claim can write
+// (claimable), and returns them (see Client.claimCompleting).
 func (cp *completer) take(n int) []completion {
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
 	var xs []completion
 	kept := cp.queue[:0]
 	for _, x := range cp.queue {
-		g := x.run.group
-		if len(xs) < n && x.run.output() == nil && (g == nil || g.left.Load() == 0) {
+		if len(xs) < n && x.claimable() {
 			xs = append(xs, x)
 		} else {
 			kept = append(kept, x)
@@ -230,6 +243,7 @@ func (cp *completer) taken(c *Client, xs []completion, written bool) {
 			case cp.wake <- struct{}{}:
 			default:
 			}
+			cp.nudge()
 			return
 		}
 		cp.mu.Unlock()

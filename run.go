@@ -51,12 +51,21 @@ type producer struct {
 	// client's clock, of a claim's round trip and of an attempt's run
 	// (see ahead).
 	claimTook, ranFor atomic.Int64
-	// coolUntil is the end of the claim cooldown the producer is in, in
-	// Unix nanoseconds (0 for none), and claimDue is set once a wake
-	// came during it: the producer claims when it ends. The completer
-	// holds successes for that claim (see completer.gather).
+	// coolUntil is the end of the claim cooldown the producer is in, as
+	// nanoseconds since coolEpoch on the monotonic clock (0 for none),
+	// and claimDue is set once a wake came during it: the producer claims
+	// when it ends. The completer holds successes for that claim (see
+	// completer.gather).
 	coolUntil atomic.Int64
 	claimDue  atomic.Bool
+}
+
+// coolEpoch is the origin of producer.coolUntil.
+var coolEpoch = time.Now()
+
+// coolEnd sets p's cooldown to end d after at, a time of the real clock.
+func (p *producer) coolEnd(at time.Time, d time.Duration) {
+	p.coolUntil.Store(max(1, int64(at.Add(d).Sub(coolEpoch))))
 }
 
 // claimWait is when a success of p's queue queued at now stops waiting
@@ -67,7 +76,7 @@ func (p *producer) claimWait(now time.Time) time.Time {
 	if cool == 0 {
 		return time.Time{}
 	}
-	end := time.Unix(0, cool)
+	end := coolEpoch.Add(time.Duration(cool))
 	switch {
 	case now.Before(end):
 		return end
@@ -217,10 +226,10 @@ func (c *Client) produce(p *producer) {
 			// among the running ones for one whose claim was lost.
 			c.claimMu.RLock()
 			jobs, err := c.claim(ctx, p, now, free)
-			if len(jobs) < free && c.coolsDown() {
+			if err == nil && len(jobs) < free && c.coolsDown() {
 				// Set before the jobs start, so that the completer sees
 				// it when their successes come.
-				p.coolUntil.Store(claimedAt.Add(c.cfg.ClaimCooldown).UnixNano())
+				p.coolEnd(claimedAt, c.cfg.ClaimCooldown)
 			}
 			if c.realTime { // a fake clock's jumps are no duration
 				average(&p.claimTook, c.clock.Now().Sub(now))
@@ -390,18 +399,25 @@ func (c *Client) claimCompleting(ctx context.Context, cp store.ClaimParams) ([]*
 	if len(xs) == 0 {
 		return c.ex.Claim(ctx, cp)
 	}
-	var jobs []*weirtype.Job
-	var claimErr error
+	var (
+		jobs    []*weirtype.Job
+		callErr error
+	)
 	err := c.recordCompletions(xs, cp.Now, func(_ time.Time, leases []store.Lease) ([]int64, error) {
 		lost, js, err := c.completingClaimer.CompleteAndClaim(ctx, leases, cp)
-		jobs, claimErr = js, err
+		jobs, callErr = js, err
+		if errors.Is(err, store.ErrLeaseLost) {
+			// The call is all or nothing: no completion was written, and
+			// none may be taken for a lost lease.
+			err = fmt.Errorf("complete and claim: %v", err)
+		}
 		return lost, err
 	})
 	c.completer.taken(c, xs, err == nil)
-	if err == nil {
-		err = claimErr // an ErrLeaseLost, which recordCompletions took as the completions' outcome
+	if err != nil {
+		return nil, callErr
 	}
-	return jobs, err
+	return jobs, nil
 }
 
 // hintMargin is how far before a claimed job's scheduled time the next

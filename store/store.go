@@ -176,12 +176,14 @@ type Leases interface {
 }
 
 // CompletingClaimer is an Executor that can write completions and make a
-// claim in one transaction and one round trip. A worker that implements
-// nothing else gets the same outcome from CompleteMany then Claim; with
-// it, the successes that wait for the next claim ride with it, one
-// commit instead of two (the database's CPU per job at a steady rate is
-// mostly its commits and round trips). Optional: the client uses it when
-// its store's Executor has it.
+// claim in one transaction and one round trip. With a store that has
+// nothing else the client gets the same outcome from CompleteMany then
+// Claim; with it, the successes that wait for the next claim ride with
+// it, one commit instead of two (the database's CPU per job at a steady
+// rate is mostly its commits and round trips). Optional: the client uses
+// it when its store's Executor has it. A reply lost after the commit is
+// as a lost reply of Claim and of CompleteMany: the caller cannot tell
+// that it committed.
 type CompletingClaimer interface {
 	// CompleteAndClaim completes, as CompleteMany does at p.Now, the jobs
 	// of the leases done still held, then claims as Claim does with p,
