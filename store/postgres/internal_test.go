@@ -284,7 +284,8 @@ func explain(t *testing.T, s *Store, sql string, args ...any) string {
 
 // readsIndex reports whether plan reads index.
 func readsIndex(plan, index string) bool {
-	return strings.Contains(plan, "Index Scan using "+index) || strings.Contains(plan, "Index Only Scan using "+index) ||
+	return strings.Contains(plan, "Index Scan using "+index) || strings.Contains(plan, "Index Scan Backward using "+index) ||
+		strings.Contains(plan, "Index Only Scan using "+index) ||
 		strings.Contains(plan, "Bitmap Index Scan on "+index)
 }
 
@@ -668,4 +669,81 @@ func TestCompleteManyProbesByIDAfterTheTableGrew(t *testing.T) {
 	if seq2 != seq || idx2 == idx {
 		t.Fatalf("completing 4 jobs of 20,008: %d sequential scans of the table and %d index scans, want none and some", seq2-seq, idx2-idx)
 	}
+}
+
+// A listing by state reads the partial index that holds the state's jobs,
+// in a generic plan too (the states a parameter the planner does not
+// see): weir_jobs_state for the states other than running, weir_jobs_lease
+// for the running jobs, which weir_jobs_state does not hold.
+func TestListingByStateReadsItsIndex(t *testing.T) {
+	t.Parallel()
+	s := migratedStore(t)
+	for _, c := range []struct {
+		states []weirtype.State
+		index  string
+	}{
+		{[]weirtype.State{weirtype.StateDead}, "weir_jobs_state"},
+		{[]weirtype.State{weirtype.StateCompleted, weirtype.StateCancelled}, "weir_jobs_state"},
+		{[]weirtype.State{weirtype.StateRunning}, "weir_jobs_lease"},
+	} {
+		f, err := store.JobFilter{States: c.states, Before: 1000}.Normalize()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sql, args := s.listJobsQuery(f)
+		plan := explain(t, s, sql, args...)
+		generic := explainGeneric(t, s, sql, args...)
+		if !readsIndex(plan, c.index) || !readsIndex(generic, c.index) {
+			t.Errorf("listing the jobs of %v does not read %s:\n%s\ngeneric plan:\n%s", c.states, c.index, plan, generic)
+		}
+	}
+}
+
+// explainGeneric is explain with the plan made for any value of the
+// parameters.
+func explainGeneric(t *testing.T, s *Store, sql string, args ...any) string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _ = conn.Exec(ctx, "DEALLOCATE listing; RESET plan_cache_mode") }()
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "PREPARE listing AS "+sql); err != nil {
+		t.Fatal(err)
+	}
+	values := make([]string, len(args))
+	for i, a := range args {
+		switch a := a.(type) {
+		case string:
+			values[i] = "'" + strings.ReplaceAll(a, "'", "''") + "'"
+		case []string:
+			values[i] = "'{" + strings.Join(a, ",") + "}'"
+		case int, int64:
+			values[i] = fmt.Sprint(a)
+		default:
+			t.Fatalf("argument %d: %T", i, a)
+		}
+	}
+	rows, err := tx.Query(ctx, "EXPLAIN (COSTS OFF) EXECUTE listing("+strings.Join(values, ", ")+")")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
 }

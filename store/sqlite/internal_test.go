@@ -47,11 +47,15 @@ func TestLifecycleQueriesUseIndexes(t *testing.T) {
 		"list jobs of a state": {"SEARCH weir_jobs USING INDEX weir_jobs_state (state=? AND id<?)"},
 		"list jobs of states":  {"SEARCH weir_jobs USING INDEX weir_jobs_state (state=? AND id<?)"},
 		"list jobs":            {"SEARCH weir_jobs USING INTEGER PRIMARY KEY (rowid<?)"},
+		"list running jobs":    {"SCAN weir_jobs USING INDEX weir_jobs_lease_expiry"},
 	}
 	// The partial indexes of jobs not final that a rare query may walk.
 	walks := map[string][]string{
-		"release":              {"SCAN weir_jobs USING INDEX weir_jobs_lease_expiry"},
-		"stuck":                {"SCAN weir_jobs USING INDEX weir_jobs_lease_expiry"},
+		"release": {"SCAN weir_jobs USING INDEX weir_jobs_lease_expiry"},
+		"stuck":   {"SCAN weir_jobs USING INDEX weir_jobs_lease_expiry"},
+		// weir_jobs_state holds no running job: they are listed from
+		// their own partial index, as few as the workers, and sorted.
+		"list running jobs":    {"SCAN weir_jobs USING INDEX weir_jobs_lease_expiry"},
 		"pending late results": {"SCAN weir_late_results USING INDEX weir_late_results_pending"},
 		// The first page of every job: the rowid backwards, stopping at
 		// the limit.
@@ -66,6 +70,7 @@ func TestLifecycleQueriesUseIndexes(t *testing.T) {
 	}
 	oneState, oneStateArgs := listJobs(store.JobFilter{States: []weirtype.State{weirtype.StateDead}, Before: 10, Kinds: []string{"k"}})
 	states, statesArgs := listJobs(store.JobFilter{States: []weirtype.State{weirtype.StateDead, weirtype.StateCompleted}, Before: 10})
+	running, runningArgs := listJobs(store.JobFilter{States: []weirtype.State{weirtype.StateRunning}, Before: 10})
 	all, allArgs := listJobs(store.JobFilter{Before: 10, Queue: "q"})
 	newest, newestArgs := listJobs(store.JobFilter{})
 	queries := []struct {
@@ -101,6 +106,7 @@ func TestLifecycleQueriesUseIndexes(t *testing.T) {
 		{"stuck", listStuck, []any{1, 10}},
 		{"list jobs of a state", oneState, oneStateArgs},
 		{"list jobs of states", states, statesArgs},
+		{"list running jobs", running, runningArgs},
 		{"list jobs", all, allArgs},
 		{"list jobs from the newest", newest, newestArgs},
 		{"retry a final job", retryFinalJob, []any{1, "{}", 1, "dead"}},
