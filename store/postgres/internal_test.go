@@ -262,22 +262,37 @@ func migratedStore(t *testing.T) *Store {
 // off: a plan that still has one has no index to read instead.
 func explain(t *testing.T, s *Store, sql string, args ...any) string {
 	t.Helper()
+	return planOf(t, s, nil, "EXPLAIN (COSTS OFF) "+sql, args, nil)
+}
+
+// planOf runs, in a transaction with sequential scans turned off, the
+// statements setup, then query with args, whose rows are the plan it
+// returns, then the statements teardown.
+func planOf(t *testing.T, s *Store, setup []string, query string, args []any, teardown []string) string {
+	t.Helper()
 	ctx := context.Background()
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
-		t.Fatal(err)
+	for _, q := range append([]string{"SET LOCAL enable_seqscan = off"}, setup...) {
+		if _, err := tx.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
 	}
-	rows, err := tx.Query(ctx, "EXPLAIN (COSTS OFF) "+sql, args...)
+	rows, err := tx.Query(ctx, query, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, q := range teardown {
+		if _, err := tx.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return strings.Join(lines, "\n")
 }
@@ -700,30 +715,9 @@ func TestListingByStateReadsItsIndex(t *testing.T) {
 }
 
 // explainGeneric is explain with the plan made for any value of the
-// parameters.
+// parameters, args given as literals.
 func explainGeneric(t *testing.T, s *Store, sql string, args ...any) string {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _, _ = conn.Exec(ctx, "DEALLOCATE listing; RESET plan_cache_mode") }()
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, "PREPARE listing AS "+sql); err != nil {
-		t.Fatal(err)
-	}
 	values := make([]string, len(args))
 	for i, a := range args {
 		switch a := a.(type) {
@@ -737,13 +731,7 @@ func explainGeneric(t *testing.T, s *Store, sql string, args ...any) string {
 			t.Fatalf("argument %d: %T", i, a)
 		}
 	}
-	rows, err := tx.Query(ctx, "EXPLAIN (COSTS OFF) EXECUTE listing("+strings.Join(values, ", ")+")")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Join(lines, "\n")
+	// A prepared statement outlives the transaction: deallocated in it.
+	return planOf(t, s, []string{"SET LOCAL plan_cache_mode = force_generic_plan", "PREPARE listing AS " + sql},
+		"EXPLAIN (COSTS OFF) EXECUTE listing("+strings.Join(values, ", ")+")", nil, []string{"DEALLOCATE listing"})
 }
