@@ -52,51 +52,64 @@ const (
 // arguments. Only the fields set become conditions, so that each filter's
 // statement can use the index on them. A single state is an equality, so
 // that the planner reads weir_jobs_state in id order; the running jobs
-// alone are read from weir_jobs_lease and sorted.
+// are read from weir_jobs_lease and sorted, and states with the running
+// one among others are a UNION ALL of both reads, which share the
+// parameters.
 func (s *Store) listJobsQuery(f store.JobFilter) (string, []any) {
 	var (
-		conds []string
-		args  []any
+		rest []string
+		args []any
 	)
-	add := func(cond string, arg any) {
+	// param adds arg and returns its placeholder.
+	param := func(arg any) string {
 		args = append(args, arg)
-		conds = append(conds, strings.ReplaceAll(cond, "$?", "$"+strconv.Itoa(len(args))))
+		return "$" + strconv.Itoa(len(args))
 	}
-	switch {
-	case len(f.States) == 0:
-	case len(f.States) == 1 && f.States[0] == weirtype.StateRunning:
-		conds = append(conds, runningOnly)
-	case len(f.States) == 1:
-		add("state = $?", string(f.States[0]))
-	default:
-		states := make([]string, len(f.States))
-		for i, st := range f.States {
-			states[i] = string(st)
+	var others []string
+	for _, st := range f.States {
+		if st != weirtype.StateRunning {
+			others = append(others, string(st))
 		}
-		add("state = ANY($?::text[])", states)
 	}
-	if len(f.States) > 0 && !slices.Contains(f.States, weirtype.StateRunning) {
-		conds = append(conds, notRunning)
+	var arms []string // the state conditions, one per read
+	switch len(others) {
+	case 0:
+	case 1:
+		arms = append(arms, "state = "+param(others[0])+" AND "+notRunning)
+	default:
+		arms = append(arms, "state = ANY("+param(others)+"::text[]) AND "+notRunning)
+	}
+	if slices.Contains(f.States, weirtype.StateRunning) {
+		arms = append(arms, runningOnly)
 	}
 	switch len(f.Kinds) {
 	case 0:
 	case 1:
-		add("kind = $?", f.Kinds[0])
+		rest = append(rest, "kind = "+param(f.Kinds[0]))
 	default:
-		add("kind = ANY($?::text[])", f.Kinds)
+		rest = append(rest, "kind = ANY("+param(f.Kinds)+"::text[])")
 	}
 	if f.Queue != "" {
-		add("queue = $?", f.Queue)
+		rest = append(rest, "queue = "+param(f.Queue))
 	}
 	if f.Before > 0 {
-		add("id < $?", f.Before)
+		rest = append(rest, "id < "+param(f.Before))
 	}
-	sql := `SELECT ` + jobColumns + ` FROM ` + s.sql.schema + `.weir_jobs`
-	if len(conds) > 0 {
-		sql += " WHERE " + strings.Join(conds, " AND ")
+	order := " ORDER BY id DESC LIMIT " + param(f.Limit)
+	read := func(conds []string) string {
+		sql := `SELECT ` + jobColumns + ` FROM ` + s.sql.schema + `.weir_jobs`
+		if len(conds) > 0 {
+			sql += " WHERE " + strings.Join(conds, " AND ")
+		}
+		return sql + order
 	}
-	args = append(args, f.Limit)
-	return sql + " ORDER BY id DESC LIMIT $" + strconv.Itoa(len(args)), args
+	switch len(arms) {
+	case 0:
+		return read(rest), args
+	case 1:
+		return read(append([]string{arms[0]}, rest...)), args
+	}
+	return "(" + read(append([]string{arms[0]}, rest...)) + ") UNION ALL (" + read(append([]string{arms[1]}, rest...)) + ")" + order, args
 }
 
 // RetryJob makes the job run again at now; see store.Executor for what

@@ -48,6 +48,10 @@ func TestLifecycleQueriesUseIndexes(t *testing.T) {
 		"list jobs of states":  {"SEARCH weir_jobs USING INDEX weir_jobs_state (state=? AND id<?)"},
 		"list jobs":            {"SEARCH weir_jobs USING INTEGER PRIMARY KEY (rowid<?)"},
 		"list running jobs":    {"SCAN weir_jobs USING INDEX weir_jobs_lease_expiry"},
+		"list waiting and running jobs": {
+			"SEARCH weir_jobs USING INDEX weir_jobs_state (state=? AND id<?)",
+			"SCAN weir_jobs USING INDEX weir_jobs_lease_expiry",
+		},
 	}
 	// The partial indexes of jobs not final that a rare query may walk.
 	walks := map[string][]string{
@@ -55,8 +59,9 @@ func TestLifecycleQueriesUseIndexes(t *testing.T) {
 		"stuck":   {"SCAN weir_jobs USING INDEX weir_jobs_lease_expiry"},
 		// weir_jobs_state holds no running job: they are listed from
 		// their own partial index, as few as the workers, and sorted.
-		"list running jobs":    {"SCAN weir_jobs USING INDEX weir_jobs_lease_expiry"},
-		"pending late results": {"SCAN weir_late_results USING INDEX weir_late_results_pending"},
+		"list running jobs":             {"SCAN weir_jobs USING INDEX weir_jobs_lease_expiry"},
+		"list waiting and running jobs": {"SCAN weir_jobs USING INDEX weir_jobs_lease_expiry"},
+		"pending late results":          {"SCAN weir_late_results USING INDEX weir_late_results_pending"},
 		// The first page of every job: the rowid backwards, stopping at
 		// the limit.
 		"list jobs from the newest": {"SCAN weir_jobs"},
@@ -71,6 +76,8 @@ func TestLifecycleQueriesUseIndexes(t *testing.T) {
 	oneState, oneStateArgs := listJobs(store.JobFilter{States: []weirtype.State{weirtype.StateDead}, Before: 10, Kinds: []string{"k"}})
 	states, statesArgs := listJobs(store.JobFilter{States: []weirtype.State{weirtype.StateDead, weirtype.StateCompleted}, Before: 10})
 	running, runningArgs := listJobs(store.JobFilter{States: []weirtype.State{weirtype.StateRunning}, Before: 10})
+	active, activeArgs := listJobs(store.JobFilter{Kinds: []string{"k"}, Before: 10,
+		States: []weirtype.State{weirtype.StateAvailable, weirtype.StateScheduled, weirtype.StateRunning}})
 	all, allArgs := listJobs(store.JobFilter{Before: 10, Queue: "q"})
 	newest, newestArgs := listJobs(store.JobFilter{})
 	queries := []struct {
@@ -107,6 +114,7 @@ func TestLifecycleQueriesUseIndexes(t *testing.T) {
 		{"list jobs of a state", oneState, oneStateArgs},
 		{"list jobs of states", states, statesArgs},
 		{"list running jobs", running, runningArgs},
+		{"list waiting and running jobs", active, activeArgs},
 		{"list jobs", all, allArgs},
 		{"list jobs from the newest", newest, newestArgs},
 		{"retry a final job", retryFinalJob, []any{1, "{}", 1, "dead"}},

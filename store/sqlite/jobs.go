@@ -37,40 +37,61 @@ func (e executor) ListJobs(ctx context.Context, f store.JobFilter) ([]*weirtype.
 // most six), so that the planner sees state = ? terms it can search the
 // index with; the kinds, any number, are one JSON array. weir_jobs_state
 // holds no running job, and SQLite reads a partial index only for a
-// statement that has its condition as a term of its own: states without
-// the running one say state <> 'running', and the running one alone says
-// state = 'running', the condition of weir_jobs_lease_expiry.
+// statement that has its condition as a term of its own: the states
+// other than running are read with state <> 'running' from
+// weir_jobs_state, and the running state with state = 'running' from
+// weir_jobs_lease_expiry (named: without statistics the planner would
+// walk the rowid backwards through the finished jobs instead). States
+// with the running one among others are a UNION ALL of both reads.
 func listJobsQuery(f store.JobFilter) (string, []any) {
-	var c conds
-	from := " FROM weir_jobs"
-	switch {
-	case len(f.States) == 1 && f.States[0] == weirtype.StateRunning:
-		// Without statistics the planner would walk the rowid
-		// backwards through the finished jobs instead.
-		from = " FROM weir_jobs INDEXED BY weir_jobs_lease_expiry"
-		c.add("state = 'running'")
-	case len(f.States) > 0:
-		marks := make([]string, len(f.States))
-		states := make([]any, len(f.States))
-		for i, s := range f.States {
-			marks[i], states[i] = "?", string(s)
-		}
-		c.add("state IN ("+strings.Join(marks, ", ")+")", states...)
-		if !slices.Contains(f.States, weirtype.StateRunning) {
-			c.add("state <> 'running'")
-		}
-	}
+	var rest conds
 	if len(f.Kinds) > 0 {
 		b, _ := json.Marshal(f.Kinds) // strings: cannot fail
-		c.add("kind IN (SELECT value FROM json_each(?))", string(b))
+		rest.add("kind IN (SELECT value FROM json_each(?))", string(b))
 	}
 	if f.Queue != "" {
-		c.add("queue = ?", f.Queue)
+		rest.add("queue = ?", f.Queue)
 	}
 	if f.Before > 0 {
-		c.add("id < ?", f.Before)
+		rest.add("id < ?", f.Before)
 	}
-	return "SELECT " + jobColumns + from + c.where() + " ORDER BY id DESC LIMIT ?", append(c.args, f.Limit)
+	const order = " ORDER BY id DESC LIMIT ?"
+	if len(f.States) == 0 {
+		return "SELECT " + jobColumns + " FROM weir_jobs" + rest.where() + order, append(rest.args, f.Limit)
+	}
+	var (
+		reads []string
+		args  []any
+	)
+	// read adds the SELECT from the table or index from of the jobs that
+	// meet state and the other conditions.
+	read := func(from string, state conds) {
+		state.list = append(state.list, rest.list...)
+		state.args = append(state.args, rest.args...)
+		reads = append(reads, "SELECT "+jobColumns+" FROM "+from+state.where()+order)
+		args = append(append(args, state.args...), f.Limit)
+	}
+	var others []any
+	for _, st := range f.States {
+		if st != weirtype.StateRunning {
+			others = append(others, string(st))
+		}
+	}
+	if len(others) > 0 {
+		var c conds
+		c.add("state IN ("+strings.TrimSuffix(strings.Repeat("?, ", len(others)), ", ")+")", others...)
+		c.add("state <> 'running'")
+		read("weir_jobs", c)
+	}
+	if slices.Contains(f.States, weirtype.StateRunning) {
+		var c conds
+		c.add("state = 'running'")
+		read("weir_jobs INDEXED BY weir_jobs_lease_expiry", c)
+	}
+	if len(reads) == 1 {
+		return reads[0], args
+	}
+	return "SELECT * FROM (" + reads[0] + ") UNION ALL SELECT * FROM (" + reads[1] + ")" + order, append(args, f.Limit)
 }
 
 // retryFinalJob makes the final job ?3 (in state ?4) available at ?1, keeping

@@ -106,6 +106,16 @@ func testListJobs(t *testing.T, h Harness) {
 		{"queue", store.JobFilter{Queue: "lj-other"}, []int64{other.ID}},
 		{"state, kind and queue", store.JobFilter{States: []weirtype.State{weirtype.StateAvailable, weirtype.StateScheduled},
 			Kinds: []string{"a"}, Queue: "lj"}, []int64{id(weirtype.StateScheduled)}},
+		// The running jobs are kept apart from the others' listing by
+		// state (see the stores' indexes): alone, among other states,
+		// cut by a limit and by Before.
+		{"running", store.JobFilter{States: []weirtype.State{weirtype.StateRunning}}, []int64{id(weirtype.StateRunning)}},
+		{"running among others", store.JobFilter{States: []weirtype.State{weirtype.StateRunning, weirtype.StateAvailable, weirtype.StateDead}},
+			[]int64{other.ID, id(weirtype.StateAvailable), id(weirtype.StateDead), id(weirtype.StateRunning)}},
+		{"running among others, limited", store.JobFilter{States: []weirtype.State{weirtype.StateDead, weirtype.StateRunning, weirtype.StateAvailable}, Limit: 3},
+			[]int64{other.ID, id(weirtype.StateAvailable), id(weirtype.StateDead)}},
+		{"running among others, before", store.JobFilter{States: []weirtype.State{weirtype.StateRunning, weirtype.StateCompleted}, Before: id(weirtype.StateCompleted)},
+			[]int64{id(weirtype.StateRunning)}},
 		{"limit", store.JobFilter{Limit: 2}, all[:2]},
 		{"before", store.JobFilter{Before: id(weirtype.StateCancelled)}, all[4:]},
 		{"before the first", store.JobFilter{Before: id(weirtype.StateRunning)}, nil},
