@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/weirhq/weir/weirtype"
@@ -507,6 +508,19 @@ type Lease struct {
 // LeaseOf returns the lease of a job as Claim returned it.
 func LeaseOf(j *weirtype.Job) Lease {
 	return Lease{ID: j.ID, Owner: j.LeaseOwner, Attempt: j.Attempt}
+}
+
+// LostIDs returns the ids of the jobs of leases for which held reports
+// false, in the order of leases, each once: what a store's Heartbeat and
+// CompleteMany return for the leases they did not find held.
+func LostIDs(leases []Lease, held func(Lease) bool) []int64 {
+	var lost []int64
+	for _, l := range leases {
+		if !held(l) && !slices.Contains(lost, l.ID) {
+			lost = append(lost, l.ID)
+		}
+	}
+	return lost
 }
 
 // FailParams is what Fail takes.

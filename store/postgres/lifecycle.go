@@ -595,14 +595,7 @@ func notDone(leases []store.Lease, done []int64) []int64 {
 	for _, id := range done {
 		completed[id] = true
 	}
-	var lost []int64
-	for _, l := range leases {
-		if !completed[l.ID] {
-			completed[l.ID] = true // reported once
-			lost = append(lost, l.ID)
-		}
-	}
-	return lost
+	return store.LostIDs(leases, func(l store.Lease) bool { return completed[l.ID] })
 }
 
 // Fail records a failed attempt of the job of a lease still held; see

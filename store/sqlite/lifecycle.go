@@ -238,13 +238,7 @@ func (e executor) Heartbeat(ctx context.Context, now time.Time, leases []store.L
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat of %d leases: %w", len(leases), err)
 	}
-	var lost []int64
-	for _, l := range leases {
-		if !held[l] && !slices.Contains(lost, l.ID) {
-			lost = append(lost, l.ID)
-		}
-	}
-	return lost, nil
+	return store.LostIDs(leases, func(l store.Lease) bool { return held[l] }), nil
 }
 
 // leaseList is leases as a JSON array of [id, owner, attempt] arrays, for
@@ -377,13 +371,7 @@ func (e executor) completeIn(ctx context.Context, tx *sql.Tx, now time.Time, lea
 // notCompleted returns the ids of the jobs of leases not in completed, in
 // the order of leases, each once.
 func notCompleted(leases []store.Lease, completed map[int64]bool) []int64 {
-	var lost []int64
-	for _, l := range leases {
-		if !completed[l.ID] && !slices.Contains(lost, l.ID) {
-			lost = append(lost, l.ID)
-		}
-	}
-	return lost
+	return store.LostIDs(leases, func(l store.Lease) bool { return completed[l.ID] })
 }
 
 // CompleteAndClaim completes the jobs of the leases done still held and
