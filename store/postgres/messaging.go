@@ -33,15 +33,6 @@ const outboxColumns = `id, topic, key, payload, headers, created_at, published_a
 // other relay has claimed since, is still held.
 const outboxHeld = `id = ANY($1::bigint[]) AND lease_owner = $2 AND published_at IS NULL`
 
-// headBlocked is the condition on the first unpublished message of a
-// key, head, that keeps every message of its key from being claimed: it
-// waits out a backoff (it is due after $1), or a live lease holds it (one
-// that ends at $5 or later: a lease that ends at the claim's time has not
-// ended). $1 is the claim's time rounded down to the microsecond, $5
-// rounded up, so that each comparison of a column of whole microseconds is
-// exact.
-const headBlocked = `(head.next_attempt_at > $1::timestamptz OR head.lease_expires_at >= $5::timestamptz)`
-
 func newMessagingQueries(schema string) messagingQueries {
 	outbox := schema + `.weir_outbox`
 	inbox := schema + `.weir_inbox`
@@ -58,50 +49,29 @@ ORDER BY m.n
 RETURNING id`,
 		// Taken first in the claim's transaction (see ClaimOutbox).
 		lockOutbox: `SELECT pg_advisory_xact_lock($1)`,
-		// candidate reads weir_outbox_pending in id order: the messages due
-		// at $1 and not held by a live lease, up to the limit, skipping
-		// those another writer has locked (a message changed and committed
+		// weir_claim_outbox (migration 0019) reads weir_outbox_pending in
+		// id order: the messages due at $1 and not held by a live lease
+		// (one that ends at $5 or later), up to the limit, skipping those
+		// another writer has locked (a message changed and committed
 		// since the statement's snapshot is re-checked when it is locked,
-		// and dropped), and those of a key whose first unpublished message
-		// is blocked. That first message is one probe of weir_outbox_key,
-		// read in order and stopped at the first row: a check of every
-		// earlier message of the key, which a plan reads through whatever
-		// its form, cost a claim seconds behind a long blocked key.
-		//
-		// taken then keeps a keyed candidate only if every earlier
-		// unpublished message of its key is a candidate too, so that no
-		// message is taken without those before it: one held by a live
-		// lease or waiting out a backoff behind the key's first, or one
-		// skipped or dropped above (a retry or a publish by the message's
-		// previous relay, racing the claim), holds back the key's later
-		// ones. The earlier messages of a candidate are, as a rule,
-		// candidates before it: few.
-		claimOutbox: `WITH candidate AS MATERIALIZED (
-	SELECT o.id, o.key FROM ` + outbox + ` AS o
-	WHERE o.published_at IS NULL
-		AND o.next_attempt_at <= $1::timestamptz
-		AND (o.lease_expires_at IS NULL OR o.lease_expires_at < $5::timestamptz)
-		AND (o.key = '' OR NOT EXISTS (
-			SELECT 1 FROM (
-				SELECT e.next_attempt_at, e.lease_expires_at FROM ` + outbox + ` AS e
-				WHERE e.key = o.key AND e.key <> '' AND e.published_at IS NULL
-				ORDER BY e.key, e.id
-				LIMIT 1) AS head
-			WHERE ` + headBlocked + `))
-	ORDER BY o.id
-	LIMIT $2
-	FOR UPDATE OF o SKIP LOCKED
-), taken AS (
-	SELECT c.id AS taken_id FROM candidate AS c
-	WHERE c.key = '' OR NOT EXISTS (
-		SELECT 1 FROM ` + outbox + ` AS e
-		WHERE e.key = c.key AND e.key <> '' AND e.published_at IS NULL AND e.id < c.id
-			AND e.id NOT IN (SELECT id FROM candidate))
-)
-UPDATE ` + outbox + ` AS o SET lease_owner = $3, lease_expires_at = $4::timestamptz
-FROM taken
-WHERE o.id = taken.taken_id
-RETURNING ` + outboxColumns,
+		// and dropped), and those of a key whose first unpublished
+		// message is blocked. That first message is one probe of
+		// weir_outbox_key, read in order and stopped at the first row: a
+		// check of every earlier message of the key, which a plan reads
+		// through whatever its form, cost a claim seconds behind a long
+		// blocked key. It then keeps a keyed candidate only if every
+		// earlier unpublished message of its key is a candidate too, so
+		// that no message is taken without those before it: one held by
+		// a live lease or waiting out a backoff behind the key's first,
+		// or one skipped or dropped (a retry or a publish by the
+		// message's previous relay, racing the claim), holds back the
+		// key's later ones. The earlier messages of a candidate are, as
+		// a rule, candidates before it: few. $1 is the claim's time
+		// rounded down to the microsecond, $5 rounded up, so that each
+		// comparison of a column of whole microseconds is exact. The
+		// function turns sorts and bitmap scans off, so the ordered read
+		// is chosen whatever the table's statistics say.
+		claimOutbox: `SELECT ` + outboxColumns + ` FROM ` + schema + `.weir_claim_outbox($1::timestamptz, $2, $3, $4::timestamptz, $5::timestamptz)`,
 		markPublished: `UPDATE ` + outbox + ` SET published_at = $3::timestamptz, ` + dropLease + `
 WHERE ` + outboxHeld,
 		retryOutbox: `UPDATE ` + outbox + ` SET
