@@ -273,7 +273,10 @@ func TestRequeuedJobGetsItsTTLAnew(t *testing.T) {
 		e := newEnvOn(t, open, weir.WorkFunc(func(context.Context, *weir.Job[task]) error { return errors.New("index unavailable") }),
 			weir.KindConfig{MaxAttempts: 2, TTL: 30 * time.Minute, Backoff: backoff.Constant(time.Minute).WithJitter(backoff.JitterNone)}, nil).start()
 		j := e.insert(task{}, nil)
-		e.advanceState(j.ID, 10*time.Second, weirtype.StateDead, 2)
+		// Steps of a second, so that a loaded machine's slow retry still
+		// runs long before the TTL (1,800 steps): with steps of ten, the
+		// TTL once abandoned the job at its first attempt.
+		e.advanceState(j.ID, time.Second, weirtype.StateDead, 2)
 		e.fc.Advance(2 * time.Hour)
 		if _, err := e.s.Executor().RequeueDeadLetters(context.Background(), e.fc.Now(), store.DeadLetterFilter{Kind: "task"}); err != nil {
 			t.Fatal(err)
