@@ -86,12 +86,15 @@
 // commit or roll back with the caller's data; a message's id, drawn from
 // the table's identity, is its stable id at the broker. Relays claim them
 // with a lease, as workers claim jobs, in a pipelined batch of two
-// statements, one round trip:
+// statements, one round trip, the second a call of weir_claim_outbox
+// (which reads weir_outbox_pending in id order whatever the table's
+// statistics say):
 //
 //	SELECT pg_advisory_xact_lock(<the schema's outbox key>);
+//	-- weir_claim_outbox(now, limit, owner, expires, now rounded up):
 //	WITH candidate AS (SELECT id, key FROM weir_outbox
 //	                   WHERE <unpublished, due, no live lease, its key's first unpublished message not blocked>
-//	                   ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED),
+//	                   ORDER BY id LIMIT <limit> FOR UPDATE SKIP LOCKED),
 //	     taken AS (SELECT id FROM candidate
 //	               WHERE <every earlier unpublished message of its key is a candidate>)
 //	UPDATE weir_outbox SET lease_owner = …, lease_expires_at = … FROM taken … RETURNING …
