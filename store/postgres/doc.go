@@ -33,7 +33,11 @@
 //
 // # Claims, leases and dead letters
 //
-// A claim is one statement,
+// A claim is one call of a PL/pgSQL function, weir_claim (from the head
+// of the claim order) or weir_claim_from (from a hint), which turn sorts
+// and sequential scans off so that their plans keep this shape whatever
+// the table's statistics say. Leaving aside the pauses, limits and a
+// breaker's probe they also obey, each is, in effect,
 //
 //	UPDATE weir_jobs SET state = 'running', attempt = attempt + 1, lease_owner = …, lease_expires_at = …
 //	WHERE id IN (SELECT id FROM weir_jobs

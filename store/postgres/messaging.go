@@ -69,8 +69,8 @@ RETURNING id`,
 		// a rule, candidates before it: few. $1 is the claim's time
 		// rounded down to the microsecond, $5 rounded up, so that each
 		// comparison of a column of whole microseconds is exact. The
-		// function turns sorts and bitmap scans off, so the ordered read
-		// is chosen whatever the table's statistics say.
+		// function turns sorts, bitmap scans and sequential scans off, so
+		// the ordered read is chosen whatever the table's statistics say.
 		claimOutbox: `SELECT ` + outboxColumns + ` FROM ` + schema + `.weir_claim_outbox($1::timestamptz, $2, $3, $4::timestamptz, $5::timestamptz)`,
 		markPublished: `UPDATE ` + outbox + ` SET published_at = $3::timestamptz, ` + dropLease + `
 WHERE ` + outboxHeld,

@@ -5,9 +5,11 @@
 -- broker outage, say), counted a few dozen pending: it read every pending
 -- message with a bitmap scan and sorted them, 20,000 rows and 7 ms to
 -- take 4, a full read of the backlog at every claim. The function turns
--- sorts, bitmap scans and sequential scans off, as weir_claim does, and
--- its plans are made once per session in that shape. Its statement is
--- the one the store sent before (see the store's claimOutbox): the
+-- sorts, bitmap scans and sequential scans off (weir_claim turns sorts
+-- off, weir_limit_room bitmap and sequential scans), so that its plans,
+-- made at a call or cached, all have that shape. Its statement is the
+-- one the store sent before (see the comment on claimOutbox in the
+-- store's messaging.go): the
 -- candidates due at p_now and not held by a live lease (one that ends at
 -- p_live or later), skipping those another writer has locked and those of
 -- a key whose first unpublished message is blocked; then only keyed
