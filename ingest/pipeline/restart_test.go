@@ -18,14 +18,24 @@ import (
 	"github.com/weirhq/weir/weirtype"
 )
 
-// slowExtractor extracts as Local does, taking delay for each document.
+// slowExtractor extracts as Local does, taking delay for each document;
+// with open set, the calls after the first free wait for open to be
+// closed (or their context to end) before they start.
 type slowExtractor struct {
 	delay time.Duration
 	calls atomic.Int32
+	free  int32
+	open  chan struct{}
 }
 
 func (s *slowExtractor) Extract(ctx context.Context, in extract.Input) (extract.Result, error) {
-	s.calls.Add(1)
+	if n := s.calls.Add(1); s.open != nil && n > s.free {
+		select {
+		case <-s.open:
+		case <-ctx.Done():
+			return extract.Result{}, ctx.Err()
+		}
+	}
 	select {
 	case <-time.After(s.delay):
 	case <-ctx.Done():
@@ -40,8 +50,14 @@ func (s *slowExtractor) Extract(ctx context.Context, in extract.Input) (extract.
 // once.
 func TestRestartMidIngest(t *testing.T) {
 	t.Parallel()
-	ex := &slowExtractor{delay: 40 * time.Millisecond}
-	slow := func(c *pipeline.Config) { c.Extractor, c.Workers = ex, 2 }
+	// The last two documents' extractions wait for the stop, however
+	// fast or slow the machine, holding two of the service's three
+	// workers; the third saves the others meanwhile. (Without the gate,
+	// the saves, which queue behind every extraction, came in a burst at
+	// the end, and the stop came after the last of them as often as
+	// not.)
+	ex := &slowExtractor{delay: 40 * time.Millisecond, free: 28, open: make(chan struct{})}
+	slow := func(c *pipeline.Config) { c.Extractor, c.Workers = ex, 3 }
 	h := newHarness(t, slow)
 	files := corpusFiles(t, "notes", 30)
 	for _, rel := range files {
@@ -52,6 +68,9 @@ func TestRestartMidIngest(t *testing.T) {
 		n := count(t, h.db, `SELECT count(*) FROM ingest_documents WHERE status = 'saved'`)
 		return n >= 5, fmt.Sprintf("%d saved", n)
 	})
+	// A stop lets the running extractions end: the gate opens once the
+	// stop has begun, when the service claims no more.
+	time.AfterFunc(500*time.Millisecond, func() { close(ex.open) })
 	stopService(t, h.svc)
 	saved := count(t, h.db, `SELECT count(*) FROM ingest_documents WHERE status = 'saved'`)
 	if saved >= len(files) {
