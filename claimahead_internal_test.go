@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,49 +49,50 @@ func TestClaimAheadFollowsClaimAndRunTimes(t *testing.T) {
 }
 
 // With a worker idle the producer claims for every free slot and its
-// reserve at once; with all busy it waits until a batch (as many jobs
-// as it has workers, at most 4 per job ahead) has been taken from the
-// reserve, which still holds
-// the jobs its workers finish while the claim is in flight. Without
-// measures, or with attempts long beside a claim, it claims only for
-// free workers, one at a time as they free.
+// reserve at once; with all busy it waits until a batch has been taken
+// from the reserve, which still holds the jobs its workers finish while
+// the claim is in flight. A batch is as many jobs as it has workers, at
+// most 4 per job ahead, or, when more, the jobs its workers run in 5 ms,
+// at most 32. Without measures, or with attempts long beside a claim, it
+// claims only for free workers, one at a time as they free.
 func TestToClaimBatchesWhileTheWorkersAreBusy(t *testing.T) {
 	c := &Client{}
-	p := &producer{max: 8, ready: make(chan *claimedJob, 16)}
-	fill := func(n int) {
-		for len(p.ready) > 0 {
-			<-p.ready
-		}
-		for range n {
-			p.ready <- &claimedJob{}
-		}
-	}
 	for _, tc := range []struct {
 		name           string
+		workers        int
 		claim, ran     time.Duration
 		running, ready int
 		want           int
 	}{
-		{"nothing measured, all idle", 0, 0, 0, 0, 8},
-		{"nothing measured, one free", 0, 0, 7, 0, 1},
-		{"nothing measured, all busy", 0, 0, 8, 0, 0},
-		{"long attempts, one free", time.Millisecond, time.Second, 7, 0, 1},
-		// ahead 2: a reserve of 2 and a batch of 8.
-		{"all idle", time.Millisecond, 4 * time.Millisecond, 0, 0, 18},
-		{"one idle", time.Millisecond, 4 * time.Millisecond, 7, 0, 11},
-		{"all busy, reserve full", time.Millisecond, 4 * time.Millisecond, 8, 10, 0},
-		{"all busy, less than a batch taken", time.Millisecond, 4 * time.Millisecond, 8, 3, 0},
-		{"all busy, a batch taken", time.Millisecond, 4 * time.Millisecond, 8, 2, 8},
-		{"all busy, more taken", time.Millisecond, 4 * time.Millisecond, 8, 1, 9},
-		// ahead 1 (attempts of 8 claims): a batch of 4, not 8.
-		{"long attempts, all busy, reserve full", time.Millisecond, 8 * time.Millisecond, 8, 5, 0},
-		{"long attempts, all busy, a batch taken", time.Millisecond, 8 * time.Millisecond, 8, 1, 4},
+		{"nothing measured, all idle", 8, 0, 0, 0, 0, 8},
+		{"nothing measured, one free", 8, 0, 0, 7, 0, 1},
+		{"nothing measured, all busy", 8, 0, 0, 8, 0, 0},
+		{"long attempts, one free", 8, time.Millisecond, time.Second, 7, 0, 1},
+		// ahead 2: a reserve of 2 and a batch of 10, the jobs of 5 ms.
+		{"all idle", 8, time.Millisecond, 4 * time.Millisecond, 0, 0, 20},
+		{"one idle", 8, time.Millisecond, 4 * time.Millisecond, 7, 0, 13},
+		{"all busy, reserve full", 8, time.Millisecond, 4 * time.Millisecond, 8, 12, 0},
+		{"all busy, less than a batch taken", 8, time.Millisecond, 4 * time.Millisecond, 8, 3, 0},
+		{"all busy, a batch taken", 8, time.Millisecond, 4 * time.Millisecond, 8, 2, 10},
+		{"all busy, more taken", 8, time.Millisecond, 4 * time.Millisecond, 8, 1, 11},
+		// ahead 1 (attempts of 8 claims): a batch of 5, the jobs of 5 ms.
+		{"long attempts, all busy, reserve full", 8, time.Millisecond, 8 * time.Millisecond, 8, 6, 0},
+		{"long attempts, all busy, a batch taken", 8, time.Millisecond, 8 * time.Millisecond, 8, 1, 5},
+		// As many workers as jobs of 5 ms: the batch of 4 per job ahead.
+		{"workers' batch", 8, 10 * time.Millisecond, 5 * time.Millisecond, 8, 8, 8},
+		// Two workers on jobs of 1 ms: a batch of 10, not 2; of 100 µs,
+		// the most, 32.
+		{"few workers, short attempts", 2, time.Millisecond, time.Millisecond, 2, 2, 10},
+		{"few workers, shorter attempts", 2, time.Millisecond, 100 * time.Microsecond, 2, 2, 32},
 	} {
+		p := &producer{max: tc.workers, ready: make(chan *claimedJob, tc.workers+max(tc.workers, batchFloor))}
 		p.claimTook.Store(int64(tc.claim))
 		p.ranFor.Store(int64(tc.ran))
-		fill(tc.ready)
+		for range tc.ready {
+			p.ready <- &claimedJob{}
+		}
 		if got := c.toClaim(p, tc.running); got != tc.want {
-			t.Errorf("%s (%d running, %d ready): claims %d, want %d", tc.name, tc.running, tc.ready, got, tc.want)
+			t.Errorf("%s (%d workers, %d running, %d ready): claims %d, want %d", tc.name, tc.workers, tc.running, tc.ready, got, tc.want)
 		}
 	}
 }
@@ -130,14 +132,15 @@ func TestClaimedAheadJobsAreGivenBackAtStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 10
+	// Attempts that take no time beside a claim: the producer claims
+	// ahead as many as it has workers (2), and the largest batch.
+	const ahead = 2 + batchFloor
+	const n = 2 + ahead + 4
 	for range n {
 		if _, err := c.Insert(ctx, aheadArgs{}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// Attempts that take no time beside a claim: the producer claims
-	// ahead as many as it has workers, and a batch of as many.
 	c.producers[DefaultQueue].ranFor.Store(1)
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -150,14 +153,14 @@ func TestClaimedAheadJobsAreGivenBackAtStop(t *testing.T) {
 		return jobs
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for len(running()) < 6 {
+	for len(running()) < 2+ahead {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d jobs running in the store, want the 2 workers' and 4 claimed ahead", len(running()))
+			t.Fatalf("%d jobs running in the store, want the 2 workers' and %d claimed ahead", len(running()), ahead)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if got := len(running()); got != 6 {
-		t.Fatalf("%d jobs running in the store, want 6: 2 workers' and 4 claimed ahead (a reserve of 2 and a batch of 2), no more", got)
+	if got := len(running()); got != 2+ahead {
+		t.Fatalf("%d jobs running in the store, want %d: 2 workers' and %d claimed ahead (a reserve of 2 and a batch of %d), no more", got, 2+ahead, ahead, batchFloor)
 	}
 
 	stopped := make(chan error, 1)
@@ -189,8 +192,8 @@ func TestClaimedAheadJobsAreGivenBackAtStop(t *testing.T) {
 			t.Errorf("job %d: %s at attempt %d, want completed at 1 or available at 0", j.ID, j.State, j.Attempt)
 		}
 	}
-	if completed != 2 || givenBack != 4 {
-		t.Fatalf("%d completed and %d given back after a claim, want 2 and the 4 claimed ahead", completed, givenBack)
+	if completed != 2 || givenBack != ahead {
+		t.Fatalf("%d completed and %d given back after a claim, want 2 and the %d claimed ahead", completed, givenBack, ahead)
 	}
 }
 
@@ -502,11 +505,12 @@ func testSuccessesRide(t *testing.T, fail int) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if j.State == weirtype.StateCompleted {
+			// The write is counted once it returned, after its commit.
+			if alone, rode := ex.counts(id); j.State == weirtype.StateCompleted && alone+rode > 0 {
 				return
 			}
 			if time.Since(began) > 10*time.Second {
-				t.Fatalf("job %d is %s 10 s later, want completed", id, j.State)
+				t.Fatalf("job %d is %s 10 s later, want completed and its write counted", id, j.State)
 			}
 		}
 	}
@@ -549,6 +553,67 @@ func testSuccessesRide(t *testing.T, fail int) {
 	completed(b.Job.ID)
 	if alone, rode := ex.counts(b.Job.ID); alone+rode != 1 {
 		t.Errorf("b's success written %d times alone and %d with a claim, want once", alone, rode)
+	}
+}
+
+// With the queue full, the producer claims again as soon as its workers
+// took a batch of the jobs it claimed ahead, and the successes queued
+// meanwhile ride with that claim: two workers on short jobs write almost
+// every success with a claim, where the completer, idle, would write
+// each alone or in pairs. Each success is still written once.
+func TestSuccessesRideWithClaimsWhileTheQueueIsFull(t *testing.T) {
+	ctx := context.Background()
+	s := teststore.SQLite(t, filepath.Join(t.TempDir(), "weir.db"))
+	ex := &ridingEx{Executor: s.Executor(), alone: map[int64]int{}, rode: map[int64]int{}}
+	const n = 600
+	var ran atomic.Int64
+	ws := NewWorkers()
+	if err := AddWorker(ws, WorkFunc(func(_ context.Context, j *Job[aheadArgs]) error {
+		time.Sleep(time.Millisecond)
+		ran.Add(1)
+		return nil
+	}), KindConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	params := make([]InsertManyParams, n)
+	for i := range params {
+		params[i] = InsertManyParams{Args: aheadArgs{}}
+	}
+	// CompleteWithin, the longest wait, long enough for a loaded machine.
+	c := startClient(t, Config{Store: ridingStore{s, ex}, Workers: ws, ID: "busy",
+		Queues:         map[string]QueueConfig{DefaultQueue: {MaxWorkers: 2}},
+		CompleteWithin: 200 * time.Millisecond,
+		PollEvery:      time.Second, Logger: slog.New(slog.DiscardHandler)})
+	if _, err := c.InsertMany(ctx, params); err != nil {
+		t.Fatal(err)
+	}
+	for began := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+		ex.mu.Lock()
+		written := len(ex.alone) + len(ex.rode)
+		ex.mu.Unlock()
+		if written == n {
+			break
+		}
+		if time.Since(began) > 30*time.Second {
+			t.Fatalf("%d of %d successes written after 30 s (%d ran)", written, n, ran.Load())
+		}
+	}
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	var alone, rode int
+	for id, k := range ex.alone {
+		alone += k
+		if ex.rode[id] > 0 || k != 1 {
+			t.Errorf("job %d's success written %d times alone and %d with a claim, want once", id, k, ex.rode[id])
+		}
+	}
+	for _, k := range ex.rode {
+		rode += k
+	}
+	// The last claim comes back short and its successes wait through the
+	// cooldown.
+	if rode < n*9/10 {
+		t.Errorf("%d of %d successes rode with a claim and %d were written alone, want at least 90%% with a claim", rode, n, alone)
 	}
 }
 

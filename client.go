@@ -124,7 +124,11 @@ type Config struct {
 	// ClaimCooldown, for the claim that ends it, and rides with that
 	// claim: one commit for both instead of two (when no claim comes, it
 	// is written once the cooldown is over, or 5 ms after it when a wake
-	// came during it). Until its success is written
+	// came during it); and, after a claim that took all it asked for,
+	// up to CompleteWithin for the producer's next claim, which comes as
+	// soon as the workers took a batch of the jobs claimed ahead (four
+	// workers on jobs of a millisecond: a claim every few milliseconds,
+	// each writing the successes since the last). Until its success is written
 	// a job stays running in the store (what reads its state sees it so).
 	// Not used in a client with a limited kind, where a limit counts a
 	// job until its end is written, nor on a clock other than the real
@@ -424,7 +428,7 @@ func NewClient(cfg Config) (*Client, error) {
 			max:    q.MaxWorkers,
 			wake:   make(chan struct{}, 1),
 			done:   make(chan struct{}, q.MaxWorkers),
-			ready:  make(chan *claimedJob, 2*q.MaxWorkers),
+			ready:  make(chan *claimedJob, q.MaxWorkers+max(q.MaxWorkers, batchFloor)),
 			refill: make(chan struct{}, 1),
 		}
 	}

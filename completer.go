@@ -70,7 +70,12 @@ type completion struct {
 // back when its write fails (taken): at a steady rate, where each claim
 // empties the queue and the next comes a ClaimCooldown later, the
 // successes of one claim ride with the next, and the completer writes
-// almost nothing.
+// almost nothing. With the queue full, the producer claims again once
+// its workers took a batch of the jobs it claimed ahead, and the
+// successes queued meanwhile wait for that claim, CompleteWithin at most
+// (producer.busy): at a few workers on short jobs, where the
+// completer, idle, wrote each success alone or in pairs, a commit per
+// claim instead of one per claim and one or two per job.
 type completer struct {
 	slots chan struct{} // one per completion queued or being written
 	wake  chan struct{} // a completion was queued
@@ -137,8 +142,10 @@ func (cp *completer) nudge() {
 // completion that a claim can take is in its claim cooldown, and, once
 // the cooldown is over, claimGrace more when that producer is about to
 // claim: the claim takes the completions queued, and one commit writes
-// both. It never waits longer than the longer of CompleteWithin and
-// ClaimCooldown plus claimGrace.
+// both; and, after a claim of that producer that took all it asked
+// for, until its next claim, up to CompleteWithin. It never waits
+// longer than the longer of CompleteWithin and ClaimCooldown plus
+// claimGrace.
 func (cp *completer) gather(c *Client, stop <-chan struct{}) {
 	if c.cfg.CompleteWithin <= CompleteAtOnce || c.limited() || !c.realTime {
 		return
@@ -192,6 +199,9 @@ func (cp *completer) waitUntil(c *Client, groupBy time.Time) time.Time {
 			continue
 		}
 		if p := c.producers[x.queue]; p != nil {
+			if p.busy.Load() && now.Before(groupBy) && groupBy.After(until) {
+				until = groupBy
+			}
 			if at := p.claimWait(now); at.After(until) {
 				until = at
 			}

@@ -58,6 +58,10 @@ type producer struct {
 	// completer.gather).
 	coolUntil atomic.Int64
 	claimDue  atomic.Bool
+	// busy is set after a claim that took all it asked for: the next
+	// comes once the workers took a batch of the jobs claimed ahead, and
+	// the completer holds successes for it, CompleteWithin at most.
+	busy atomic.Bool
 }
 
 // coolEpoch is the origin of producer.coolUntil.
@@ -69,8 +73,9 @@ func (p *producer) coolEnd(at time.Time, d time.Duration) {
 }
 
 // claimWait is when a success of p's queue queued at now stops waiting
-// for p's next claim: the end of p's cooldown, and claimGrace after it
-// when p woke for a claim; zero for no wait.
+// for p's next claim after a claim that emptied the queue: the end of
+// p's cooldown, and claimGrace after it when p woke for a claim; zero
+// for no wait.
 func (p *producer) claimWait(now time.Time) time.Time {
 	cool := p.coolUntil.Load()
 	if cool == 0 {
@@ -111,21 +116,47 @@ const batchPerAhead = 4
 // busy; zero for no claim yet. With a worker idle (none is while jobs
 // claimed ahead wait), the producer claims at once for every free slot
 // and its reserve. With all busy, it holds in reserve the jobs its
-// workers finish while a claim is in flight (ahead) and a batch of as
-// many jobs as it has workers (at most batchPerAhead times ahead), and
-// claims once the batch has been taken from it: each claim takes a
+// workers finish while a claim is in flight (ahead) and a batch (see
+// batch), and claims once the batch has been taken from it: each claim takes a
 // batch, while the rest of the reserve keeps the workers busy until it
 // is back. Claiming for each job as it ends keeps a claim in flight for
 // a job or two at a time instead, which at a few workers spends the
 // database's time on claims, several per job's worth of work.
 func (c *Client) toClaim(p *producer, running int) int {
 	a := c.ahead(p)
-	batch := min(p.max, batchPerAhead*a)
+	batch := c.batch(p, a)
 	free := p.max - running + a + batch - len(p.ready)
 	if free <= 0 || (running >= p.max && free < max(1, batch)) {
 		return 0
 	}
 	return free
+}
+
+// batchSpan and batchFloor size a claim's batch for short attempts at a
+// few workers (see batch).
+const (
+	batchSpan  = 5 * time.Millisecond
+	batchFloor = 32
+)
+
+// batch is how many jobs a claim takes while p's workers are all busy,
+// a ahead: as many as p has workers, at most batchPerAhead per job
+// ahead, and, when that is less than the jobs p's workers run in
+// batchSpan (short attempts at a few workers), those, up to batchFloor.
+// A claim costs the store about as much for one job as for a few dozen:
+// four workers on attempts of a millisecond, claiming four jobs at a
+// time, made the store commit a claim for every four jobs.
+func (c *Client) batch(p *producer, a int) int {
+	if a == 0 {
+		return 0
+	}
+	batch := min(p.max, batchPerAhead*a)
+	if ran := p.ranFor.Load(); ran > 0 {
+		if n := int(int64(p.max) * int64(batchSpan) / ran); n > batch {
+			batch = max(batch, min(n, batchFloor))
+		}
+	}
+	return batch
 }
 
 // average moves the moving average a (nanoseconds) an eighth of the way
@@ -231,6 +262,7 @@ func (c *Client) produce(p *producer) {
 				// it when their successes come.
 				p.coolEnd(claimedAt, c.cfg.ClaimCooldown)
 			}
+			p.busy.Store(err == nil && len(jobs) == free)
 			if c.realTime { // a fake clock's jumps are no duration
 				average(&p.claimTook, c.clock.Now().Sub(now))
 			}
