@@ -85,7 +85,7 @@ func TestToClaimBatchesWhileTheWorkersAreBusy(t *testing.T) {
 		{"few workers, short attempts", 2, time.Millisecond, time.Millisecond, 2, 2, 10},
 		{"few workers, shorter attempts", 2, time.Millisecond, 100 * time.Microsecond, 2, 2, 32},
 	} {
-		p := &producer{max: tc.workers, ready: make(chan *claimedJob, tc.workers+max(tc.workers, batchFloor))}
+		p := &producer{max: tc.workers, ready: make(chan *claimedJob, readyCap(tc.workers))}
 		p.claimTook.Store(int64(tc.claim))
 		p.ranFor.Store(int64(tc.ran))
 		for range tc.ready {
@@ -93,6 +93,20 @@ func TestToClaimBatchesWhileTheWorkersAreBusy(t *testing.T) {
 		}
 		if got := c.toClaim(p, tc.running); got != tc.want {
 			t.Errorf("%s (%d workers, %d running, %d ready): claims %d, want %d", tc.name, tc.workers, tc.running, tc.ready, got, tc.want)
+		}
+	}
+	// What the producer holds ahead fits in its ready channel however
+	// the claims and attempts run.
+	for _, workers := range []int{1, 2, 8, 31, 32, 33, 100, 1000} {
+		p := &producer{max: workers}
+		for _, claim := range []time.Duration{time.Nanosecond, time.Millisecond, time.Second} {
+			for _, ran := range []time.Duration{time.Nanosecond, time.Microsecond, time.Millisecond, time.Second} {
+				p.claimTook.Store(int64(claim))
+				p.ranFor.Store(int64(ran))
+				if a := c.ahead(p); a+c.batch(p, a) > readyCap(workers) {
+					t.Errorf("%d workers, claims of %v, attempts of %v: %d ahead and a batch of %d, more than the %d ready holds", workers, claim, ran, a, c.batch(p, a), readyCap(workers))
+				}
+			}
 		}
 	}
 }
@@ -134,7 +148,7 @@ func TestClaimedAheadJobsAreGivenBackAtStop(t *testing.T) {
 	}
 	// Attempts that take no time beside a claim: the producer claims
 	// ahead as many as it has workers (2), and the largest batch.
-	const ahead = 2 + batchFloor
+	const ahead = 2 + batchSpanMax
 	const n = 2 + ahead + 4
 	for range n {
 		if _, err := c.Insert(ctx, aheadArgs{}, nil); err != nil {
@@ -160,7 +174,7 @@ func TestClaimedAheadJobsAreGivenBackAtStop(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if got := len(running()); got != 2+ahead {
-		t.Fatalf("%d jobs running in the store, want %d: 2 workers' and %d claimed ahead (a reserve of 2 and a batch of %d), no more", got, 2+ahead, ahead, batchFloor)
+		t.Fatalf("%d jobs running in the store, want %d: 2 workers' and %d claimed ahead (a reserve of 2 and a batch of %d), no more", got, 2+ahead, ahead, batchSpanMax)
 	}
 
 	stopped := make(chan error, 1)
@@ -607,8 +621,11 @@ func TestSuccessesRideWithClaimsWhileTheQueueIsFull(t *testing.T) {
 			t.Errorf("job %d's success written %d times alone and %d with a claim, want once", id, k, ex.rode[id])
 		}
 	}
-	for _, k := range ex.rode {
+	for id, k := range ex.rode {
 		rode += k
+		if k != 1 {
+			t.Errorf("job %d's success written %d times with a claim, want once", id, k)
+		}
 	}
 	// The last claim comes back short and its successes wait through the
 	// cooldown.

@@ -46,7 +46,8 @@ type QueueConfig struct {
 	// While the queue is busy the client also holds jobs claimed ahead:
 	// about as many as its workers finish while one claim is in flight
 	// (measured as it runs, at most MaxWorkers) and a batch of up to
-	// MaxWorkers more (four per job of the first), none when attempts run
+	// MaxWorkers more (four per job of the first), or, when more, the
+	// jobs its workers run in 5 ms, up to 32; none when attempts run
 	// long beside a claim or a kind of the
 	// client has a limit. A worker whose job ends starts one of them at
 	// once instead of waiting for a claim, and with every worker busy the
@@ -117,8 +118,8 @@ type Config struct {
 	// queue: the jobs a claim took together are completed together, one
 	// write for the claim instead of one per job. A job claimed alone,
 	// and the last of a claim to end, waits for no other job; after a claim
-	// that took all it asked for (more jobs waiting) none waits, the
-	// completer batching as it goes. With a store that writes
+	// that took all it asked for (more jobs waiting) none waits for the
+	// rest of its claim. With a store that writes
 	// completions with a claim (store.CompletingClaimer: both of weir's),
 	// a success also waits, while its queue's producer is in its
 	// ClaimCooldown, for the claim that ends it, and rides with that
@@ -428,7 +429,7 @@ func NewClient(cfg Config) (*Client, error) {
 			max:    q.MaxWorkers,
 			wake:   make(chan struct{}, 1),
 			done:   make(chan struct{}, q.MaxWorkers),
-			ready:  make(chan *claimedJob, q.MaxWorkers+max(q.MaxWorkers, batchFloor)),
+			ready:  make(chan *claimedJob, readyCap(q.MaxWorkers)),
 			refill: make(chan struct{}, 1),
 		}
 	}

@@ -56,9 +56,10 @@ type completion struct {
 // waits, that long at most, for the other attempts of that claim to end,
 // so that they are completed together: one write per claim instead of
 // one per job, and no wait for a job claimed alone or for the last of its
-// claim. A full claim leaves jobs waiting and the completer busy, and its
-// successes batch as they come (waiting cost a drain on SQLite a tenth of
-// its rate). No wait in a client with a limited kind, where a limit
+// claim. A full claim leaves jobs waiting, and its successes wait for no
+// other of its attempts (that wait cost a drain on SQLite a tenth of its
+// rate); with a store that writes completions with a claim they wait for
+// the next claim instead (below). No wait in a client with a limited kind, where a limit
 // counts the job running until its completion is written, nor on a clock
 // other than the real one, where the wait would last until the clock
 // moves. A job waiting for its completion stays among the client's

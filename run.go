@@ -59,8 +59,10 @@ type producer struct {
 	coolUntil atomic.Int64
 	claimDue  atomic.Bool
 	// busy is set after a claim that took all it asked for: the next
-	// comes once the workers took a batch of the jobs claimed ahead, and
-	// the completer holds successes for it, CompleteWithin at most.
+	// comes once the workers took a batch of the jobs claimed ahead (or,
+	// with none claimed ahead, once a worker is free), and the completer
+	// holds successes for it, CompleteWithin at most. Cleared after a
+	// claim that failed or came back short, and when the producer exits.
 	busy atomic.Bool
 }
 
@@ -132,17 +134,26 @@ func (c *Client) toClaim(p *producer, running int) int {
 	return free
 }
 
-// batchSpan and batchFloor size a claim's batch for short attempts at a
-// few workers (see batch).
+// batchSpan and batchSpanMax size a claim's batch for short attempts at
+// a few workers (see batch).
 const (
-	batchSpan  = 5 * time.Millisecond
-	batchFloor = 32
+	batchSpan    = 5 * time.Millisecond
+	batchSpanMax = 32
 )
+
+// readyCap is the capacity of the jobs claimed ahead of a queue of
+// workers workers: at most ahead's (workers) and batch's (the larger of
+// workers and batchSpanMax), so that the producer never waits to hold
+// what it claimed.
+func readyCap(workers int) int {
+	return workers + max(workers, batchSpanMax)
+}
 
 // batch is how many jobs a claim takes while p's workers are all busy,
 // a ahead: as many as p has workers, at most batchPerAhead per job
 // ahead, and, when that is less than the jobs p's workers run in
-// batchSpan (short attempts at a few workers), those, up to batchFloor.
+// batchSpan (short attempts at a few workers), those, up to
+// batchSpanMax.
 // A claim costs the store about as much for one job as for a few dozen:
 // four workers on attempts of a millisecond, claiming four jobs at a
 // time, made the store commit a claim for every four jobs.
@@ -153,7 +164,7 @@ func (c *Client) batch(p *producer, a int) int {
 	batch := min(p.max, batchPerAhead*a)
 	if ran := p.ranFor.Load(); ran > 0 {
 		if n := int(int64(p.max) * int64(batchSpan) / ran); n > batch {
-			batch = max(batch, min(n, batchFloor))
+			batch = max(batch, min(n, batchSpanMax))
 		}
 	}
 	return batch
@@ -217,6 +228,12 @@ func (c *Client) announced(queue string) {
 // line every PollEvery.
 func (c *Client) produce(p *producer) {
 	defer c.producersWG.Done()
+	defer func() {
+		// No claim comes after this one: the completer holds no success
+		// for it.
+		p.busy.Store(false)
+		c.completer.nudge()
+	}()
 	running, fails := 0, 0
 	var claimedAt time.Time // when the last claim began
 	for {
@@ -262,13 +279,17 @@ func (c *Client) produce(p *producer) {
 				// it when their successes come.
 				p.coolEnd(claimedAt, c.cfg.ClaimCooldown)
 			}
-			p.busy.Store(err == nil && len(jobs) == free)
+			if busy := err == nil && len(jobs) == free; p.busy.Swap(busy) && !busy {
+				// The successes held for a claim (given back, if this one
+				// failed) wait for none now.
+				c.completer.nudge()
+			}
 			if c.realTime { // a fake clock's jumps are no duration
 				average(&p.claimTook, c.clock.Now().Sub(now))
 			}
-			// A claim that took all it asked for leaves jobs waiting: the
-			// completer is kept busy, and batches its successes as it
-			// goes; only the jobs of a claim that emptied the queue wait
+			// A claim that took all it asked for leaves jobs waiting: its
+			// successes wait for the next claim (busy), not for each
+			// other; only the jobs of a claim that emptied the queue wait
 			// for each other's successes (see completer.gather).
 			var g *claimGroup
 			if len(jobs) > 0 && len(jobs) < free {
