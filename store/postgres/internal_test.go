@@ -288,12 +288,14 @@ func claimOutboxBody(t *testing.T, s *Store) (sql string, settings []string) {
 	}
 	for _, c := range config {
 		name, value, _ := strings.Cut(c, "=")
-		quote := func(v string) string { return "'" + strings.ReplaceAll(v, "'", "''") + "'" }
-		settings = append(settings, "SELECT set_config("+quote(name)+", "+quote(value)+", true)")
+		settings = append(settings, "SELECT set_config("+sqlLiteral(name)+", "+sqlLiteral(value)+", true)")
 	}
 	return strings.NewReplacer("p_now", "$1::timestamptz", "p_limit", "$2::bigint", "p_owner", "$3",
 		"p_expires", "$4::timestamptz", "p_live", "$5::timestamptz").Replace(body), settings
 }
+
+// sqlLiteral is v as an SQL string literal.
+func sqlLiteral(v string) string { return "'" + strings.ReplaceAll(v, "'", "''") + "'" }
 
 // explain returns the plan of sql with args, with sequential scans turned
 // off: a plan that still has one has no index to read instead.
@@ -754,7 +756,7 @@ func explainGeneric(t *testing.T, s *Store, sql string, args ...any) string {
 	for i, a := range args {
 		switch a := a.(type) {
 		case string:
-			values[i] = "'" + strings.ReplaceAll(a, "'", "''") + "'"
+			values[i] = sqlLiteral(a)
 		case []string:
 			values[i] = "'{" + strings.Join(a, ",") + "}'"
 		case int, int64:
