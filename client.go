@@ -129,8 +129,9 @@ type Config struct {
 	// up to CompleteWithin for the producer's next claim, which comes as
 	// soon as the workers took a batch of the jobs claimed ahead (four
 	// workers on jobs of a millisecond: a claim every few milliseconds,
-	// each writing the successes since the last). Until its success is written
-	// a job stays running in the store (what reads its state sees it so).
+	// each writing the successes since the last). Until its success is
+	// written a job stays running in the store (what reads its state
+	// sees it so).
 	// Not used in a client with a limited kind, where a limit counts a
 	// job until its end is written, nor on a clock other than the real
 	// one. Default 10 ms; CompleteAtOnce writes each success as soon as

@@ -59,10 +59,10 @@ type completion struct {
 // claim. A full claim leaves jobs waiting, and its successes wait for no
 // other of its attempts (that wait cost a drain on SQLite a tenth of its
 // rate); with a store that writes completions with a claim they wait for
-// the next claim instead (below). No wait in a client with a limited kind, where a limit
-// counts the job running until its completion is written, nor on a clock
-// other than the real one, where the wait would last until the clock
-// moves. A job waiting for its completion stays among the client's
+// the next claim instead (below). No wait in a client with a limited
+// kind, where a limit counts the job running until its completion is
+// written, nor on a clock other than the real one, where the wait would
+// last until the clock moves. A job waiting for its completion stays among the client's
 // running jobs, so heartbeats keep its lease, but its worker slot is
 // free. Writes are bounded: at most cap(slots) completions wait at once,
 // and a worker whose success finds none free waits for one. With a store

@@ -119,9 +119,9 @@ const batchPerAhead = 4
 // claimed ahead wait), the producer claims at once for every free slot
 // and its reserve. With all busy, it holds in reserve the jobs its
 // workers finish while a claim is in flight (ahead) and a batch (see
-// batch), and claims once the batch has been taken from it: each claim takes a
-// batch, while the rest of the reserve keeps the workers busy until it
-// is back. Claiming for each job as it ends keeps a claim in flight for
+// batch), and claims once the batch has been taken from it: each claim
+// takes a batch, while the rest of the reserve keeps the workers busy
+// until it is back. Claiming for each job as it ends keeps a claim in flight for
 // a job or two at a time instead, which at a few workers spends the
 // database's time on claims, several per job's worth of work.
 func (c *Client) toClaim(p *producer, running int) int {
@@ -141,10 +141,10 @@ const (
 	batchSpanMax = 32
 )
 
-// readyCap is the capacity of the jobs claimed ahead of a queue of
-// workers workers: at most ahead's (workers) and batch's (the larger of
-// workers and batchSpanMax), so that the producer never waits to hold
-// what it claimed.
+// readyCap is the capacity of a producer's jobs claimed ahead, given
+// its workers: the most that ahead (workers) and batch (the larger of
+// workers and batchSpanMax) hold, so that the producer never waits to
+// hold what it claimed.
 func readyCap(workers int) int {
 	return workers + max(workers, batchSpanMax)
 }
@@ -153,10 +153,9 @@ func readyCap(workers int) int {
 // a ahead: as many as p has workers, at most batchPerAhead per job
 // ahead, and, when that is less than the jobs p's workers run in
 // batchSpan (short attempts at a few workers), those, up to
-// batchSpanMax.
-// A claim costs the store about as much for one job as for a few dozen:
-// four workers on attempts of a millisecond, claiming four jobs at a
-// time, made the store commit a claim for every four jobs.
+// batchSpanMax. A claim costs the store about as much for one job as
+// for a few dozen: four workers on attempts of a millisecond, claiming
+// four jobs at a time, made the store commit a claim for every four.
 func (c *Client) batch(p *producer, a int) int {
 	if a == 0 {
 		return 0
