@@ -576,8 +576,19 @@ func testSuccessesRide(t *testing.T, fail int) {
 // every success with a claim, where the completer, idle, would write
 // each alone or in pairs. Each success is still written once.
 func TestSuccessesRideWithClaimsWhileTheQueueIsFull(t *testing.T) {
+	for name, open := range map[string]func(*testing.T) store.Store{
+		"sqlite": func(t *testing.T) store.Store { return teststore.SQLite(t, filepath.Join(t.TempDir(), "weir.db")) },
+		"postgres": func(t *testing.T) store.Store {
+			s, _ := teststore.PostgresStore(t, "weirtest_riding_", 8)
+			return s
+		},
+	} {
+		t.Run(name, func(t *testing.T) { testSuccessesRideWhileFull(t, open(t)) })
+	}
+}
+
+func testSuccessesRideWhileFull(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	s := teststore.SQLite(t, filepath.Join(t.TempDir(), "weir.db"))
 	ex := &ridingEx{Executor: s.Executor(), alone: map[int64]int{}, rode: map[int64]int{}}
 	const n = 600
 	var ran atomic.Int64

@@ -121,9 +121,10 @@ const batchPerAhead = 4
 // workers finish while a claim is in flight (ahead) and a batch (see
 // batch), and claims once the batch has been taken from it: each claim
 // takes a batch, while the rest of the reserve keeps the workers busy
-// until it is back. Claiming for each job as it ends keeps a claim in flight for
-// a job or two at a time instead, which at a few workers spends the
-// database's time on claims, several per job's worth of work.
+// until it is back. Claiming for each job as it ends keeps a claim in
+// flight for a job or two at a time instead, which at a few workers
+// spends the database's time on claims, several per job's worth of
+// work.
 func (c *Client) toClaim(p *producer, running int) int {
 	a := c.ahead(p)
 	batch := c.batch(p, a)
@@ -162,9 +163,7 @@ func (c *Client) batch(p *producer, a int) int {
 	}
 	batch := min(p.max, batchPerAhead*a)
 	if ran := p.ranFor.Load(); ran > 0 {
-		if n := int(int64(p.max) * int64(batchSpan) / ran); n > batch {
-			batch = max(batch, min(n, batchSpanMax))
-		}
+		batch = max(batch, min(int(int64(p.max)*int64(batchSpan)/ran), batchSpanMax))
 	}
 	return batch
 }
