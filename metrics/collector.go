@@ -23,11 +23,14 @@ import (
 // on sweep errors should not fire because monitoring could not read the
 // store; a failed scrape is already visible as such (up == 0 with the
 // default promhttp handler, or the gauges absent with ContinueOnError).
+//
+// The counts come from a jobCounter: a count that takes long (a table
+// that keeps many finished jobs) is run again only after twenty times its
+// duration, the scrapes between serving its counts, and one that outlasts
+// the scrape goes on for the next.
 type storeCollector struct {
-	store      store.Sweep
-	clock      clock.Clock
-	stuckAfter time.Duration
-	timeout    time.Duration
+	counter *jobCounter
+	timeout time.Duration
 
 	jobs   *prometheus.Desc
 	stuck  *prometheus.Desc
@@ -37,11 +40,12 @@ type storeCollector struct {
 var _ prometheus.Collector = (*storeCollector)(nil)
 
 func newStoreCollector(s store.Sweep, c clock.Clock, stuckAfter, timeout time.Duration) *storeCollector {
+	count := func(ctx context.Context) ([]store.JobCount, error) {
+		return s.CountJobs(ctx, c.Now().Add(-stuckAfter))
+	}
 	return &storeCollector{
-		store:      s,
-		clock:      c,
-		stuckAfter: stuckAfter,
-		timeout:    timeout,
+		counter: newJobCounter(count, timeout),
+		timeout: timeout,
 		jobs: prometheus.NewDesc("weir_jobs",
 			"Jobs by queue, kind and state, read from the store at scrape time (queue depth).",
 			[]string{"queue", "kind", "state"}, nil),
@@ -68,16 +72,15 @@ type pairKey struct{ queue, kind string }
 
 type kindTotals struct{ stuck, dead int }
 
-// Collect queries the store's job counts, bounded by the scrape timeout,
-// and sends weir_jobs for every state of each queue and kind the store
+// Collect reads the store's job counts (waiting for a count at most the
+// scrape timeout; see jobCounter) and sends weir_jobs for every state of each queue and kind the store
 // reports (zeros included, so that a drained queue reads 0 rather than
 // vanishing), and retry_job_stuck_documents and retry_job_failed_documents
 // for each kind.
 func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
-	counts, ok := readAtScrape(ch, c.jobs, c.timeout, "count jobs", func(ctx context.Context) ([]store.JobCount, error) {
-		return c.store.CountJobs(ctx, c.clock.Now().Add(-c.stuckAfter))
-	})
-	if !ok {
+	counts, err := c.counter.get(c.timeout)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.jobs, fmt.Errorf("metrics: count jobs: %w", err))
 		return
 	}
 

@@ -120,14 +120,100 @@ func TestStoreErrorIsAScrapeError(t *testing.T) {
 		})
 }
 
+// A scrape waits for the count at most the scrape timeout; with no
+// earlier counts to serve it fails, and the count goes on for the next.
 func TestStoreQueryIsBoundedByScrapeTimeout(t *testing.T) {
-	_, reg := newMetrics(t, metrics.Options{
-		Store:         &fakeStore{ex: &fakeExecutor{block: true}},
-		ScrapeTimeout: 10 * time.Millisecond,
-	})
+	gate := make(chan struct{})
+	ex := &fakeExecutor{block: true, gate: gate, counts: []store.JobCount{
+		{Queue: "default", Kind: "extract", State: weirtype.StateAvailable, Count: 5},
+	}}
+	_, reg := newMetrics(t, metrics.Options{Store: &fakeStore{ex: ex}, ScrapeTimeout: 10 * time.Millisecond})
 	_, err := reg.Gather()
-	if err == nil || !strings.Contains(err.Error(), "deadline exceeded") {
-		t.Fatalf("Gather error %v, want the query's deadline exceeded", err)
+	if err == nil || !strings.Contains(err.Error(), "count jobs: still counting after 10ms") {
+		t.Fatalf("Gather error %v, want the count still running after the scrape timeout", err)
+	}
+	// The count in flight is the next scrape's: no second one starts.
+	if _, err := reg.Gather(); err == nil {
+		t.Fatal("second Gather succeeded while the count was still blocked")
+	}
+	if n := ex.callCount(); n != 1 {
+		t.Errorf("CountJobs called %d times, want 1: the scrapes waited for the count in flight", n)
+	}
+	close(gate)
+	waitFor(t, func() bool {
+		jobs := gatherSeries(t, reg, "weir_jobs", true)
+		return jobs["kind=extract,queue=default,state=available"].value == 5
+	})
+}
+
+// A count that takes long is not run again at every scrape: the scrapes
+// within twenty times its duration serve its counts. A fast one runs at
+// every scrape.
+func TestSlowCountsAreSpacedByTheirCost(t *testing.T) {
+	before := []store.JobCount{{Queue: "default", Kind: "extract", State: weirtype.StateAvailable, Count: 5}}
+	after := []store.JobCount{{Queue: "default", Kind: "extract", State: weirtype.StateAvailable, Count: 8}}
+	const key = "kind=extract,queue=default,state=available"
+
+	fast := &fakeExecutor{counts: before}
+	_, reg := newMetrics(t, metrics.Options{Store: &fakeStore{ex: fast}})
+	gatherSeries(t, reg, "weir_jobs", false)
+	fast.set(after, false, nil)
+	if got := gatherSeries(t, reg, "weir_jobs", false)[key].value; got != 8 || fast.callCount() != 2 {
+		t.Errorf("fast count: second scrape read %v in %d counts, want 8 in 2", got, fast.callCount())
+	}
+
+	// A count held for 150 ms (more than the 100 ms from which counts are
+	// spaced) is served for 20 × 150 ms = 3 s after it began.
+	gate := make(chan struct{})
+	slow := &fakeExecutor{counts: before, block: true, gate: gate}
+	_, reg = newMetrics(t, metrics.Options{Store: &fakeStore{ex: slow}})
+	began := time.Now()
+	time.AfterFunc(150*time.Millisecond, func() { close(gate) })
+	if got := gatherSeries(t, reg, "weir_jobs", false)[key].value; got != 5 {
+		t.Fatalf("slow count: first scrape read %v, want 5", got)
+	}
+	slow.set(after, false, nil)
+	got := gatherSeries(t, reg, "weir_jobs", false)[key].value
+	if time.Since(began) < 2*time.Second { // else this machine stalled: the count may be due again
+		if got != 5 || slow.callCount() != 1 {
+			t.Errorf("slow count: a scrape right after read %v in %d counts, want the first count's 5 in 1", got, slow.callCount())
+		}
+	}
+	waitFor(t, func() bool { return gatherSeries(t, reg, "weir_jobs", false)[key].value == 8 })
+	if waited := time.Since(began); waited < 3*time.Second {
+		t.Errorf("slow count ran again %v after it began, want at least 3s", waited)
+	}
+	if n := slow.callCount(); n != 2 {
+		t.Errorf("CountJobs called %d times, want 2", n)
+	}
+}
+
+// A count that outlasts its scrape leaves the scrape the earlier counts,
+// and finishes for the next scrape.
+func TestALongCountServesTheEarlierCounts(t *testing.T) {
+	before := []store.JobCount{{Queue: "default", Kind: "extract", State: weirtype.StateAvailable, Count: 5}}
+	after := []store.JobCount{{Queue: "default", Kind: "extract", State: weirtype.StateAvailable, Count: 8}}
+	const key = "kind=extract,queue=default,state=available"
+	ex := &fakeExecutor{counts: before}
+	_, reg := newMetrics(t, metrics.Options{Store: &fakeStore{ex: ex}, ScrapeTimeout: 20 * time.Millisecond})
+	if got := gatherSeries(t, reg, "weir_jobs", false)[key].value; got != 5 {
+		t.Fatalf("first scrape read %v, want 5", got)
+	}
+	gate := make(chan struct{})
+	ex.set(after, true, gate)
+	held := time.Now()
+	for range 3 {
+		if got := gatherSeries(t, reg, "weir_jobs", false)[key].value; got != 5 {
+			t.Fatalf("scrape during the long count read %v, want the earlier count's 5", got)
+		}
+	}
+	// Held 150 ms, the count is one to space: the scrapes after it read
+	// its counts without counting again.
+	time.Sleep(150*time.Millisecond - time.Since(held))
+	close(gate)
+	waitFor(t, func() bool { return gatherSeries(t, reg, "weir_jobs", false)[key].value == 8 })
+	if n := ex.callCount(); n != 2 {
+		t.Errorf("CountJobs called %d times, want 2: the scrapes during the long count waited for it", n)
 	}
 }
 

@@ -29,8 +29,9 @@
 //	retry_job_duration_seconds                      histogram  -                        sweep run durations (SweepRun)
 //	retry_job_errors_total                          counter    error_type               failed sweep runs: timeout, cancelled or store (SweepRun)
 //
-// With [Options.Store] set, these are read from the store at every scrape
-// (store.Executor.CountJobs, bounded by [Options.ScrapeTimeout]):
+// With [Options.Store] set, these are read from the store at scrape time
+// (store.Executor.CountJobs, a scrape waiting for it at most
+// [Options.ScrapeTimeout]; see Counts below):
 //
 //	name                        type   labels              meaning
 //	weir_jobs                   gauge  queue, kind, state  jobs in each state (queue depth); every state of a queue and kind the store knows, zeros included
@@ -56,12 +57,26 @@
 // after its first run). Label values that are not valid UTF-8 are made
 // valid rather than allowed to panic.
 //
+// # Counts
+//
+// The count reads every job the store keeps, finished ones included (24 h
+// of completed jobs by default), so its cost grows with the table. A
+// count that took 100 ms or more is not run again sooner than twenty
+// times its duration after it began: the scrapes between serve its counts
+// (a count of 2 s is at most 40 s old), and the database spends at most
+// about a twentieth of one connection counting. A faster count runs at
+// every scrape. One count runs at a time; a count that outlasts the
+// scrape timeout goes on (for up to a minute, or the scrape timeout when
+// longer) and its scrape serves the counts before it, so that a table
+// grown past what one scrape can count still has its gauges.
+//
 // # Scrape errors
 //
-// When the store's count query fails or times out, the scrape-time
-// collector reports the error as an invalid metric, so the registry's
-// Gather returns it and the scrape fails visibly (promhttp answers 500 by
-// default) instead of reporting zeros. The failure is not counted in
+// When the store's count query fails, or outlasts the scrape timeout with
+// no earlier counts to serve, the scrape-time collector reports the error
+// as an invalid metric, so the registry's Gather returns it and the
+// scrape fails visibly (promhttp answers 500 by default) instead of
+// reporting zeros. The failure is not counted in
 // retry_job_errors_total, which belongs to the stuck sweep: an alert on
 // sweep errors should not fire because monitoring could not read the
 // store.

@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"context"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/weirhq/weir/store"
@@ -28,8 +29,10 @@ type fakeExecutor struct {
 
 	counts []store.JobCount
 	err    error
-	// block makes CountJobs wait for its context to end.
+	// block makes CountJobs wait for its context to end, or for gate to
+	// close when it is set.
 	block bool
+	gate  chan struct{}
 
 	mu          sync.Mutex
 	calls       int
@@ -42,12 +45,32 @@ func (f *fakeExecutor) CountJobs(ctx context.Context, stuckBefore time.Time) ([]
 	f.calls++
 	f.stuckBefore = stuckBefore
 	_, f.hadDeadline = ctx.Deadline()
+	block, gate := f.block, f.gate
 	f.mu.Unlock()
-	if f.block {
-		<-ctx.Done()
-		return nil, ctx.Err()
+	if block {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-gate:
+		}
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	return f.counts, f.err
+}
+
+// set changes what the next counts return, and whether they block.
+func (f *fakeExecutor) set(counts []store.JobCount, block bool, gate chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.counts, f.block, f.gate = counts, block, gate
+}
+
+// callCount returns how many counts were asked for.
+func (f *fakeExecutor) callCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
 }
 
 // ListPauses of the job-count tests' fake store: nothing is paused.
@@ -57,3 +80,15 @@ func (f *fakeExecutor) ListPauses(context.Context, time.Time) ([]*weirtype.Pause
 
 // ListLimits of the job-count tests' fake store: there is none.
 func (f *fakeExecutor) ListLimits(context.Context) ([]*weirtype.Limit, error) { return nil, nil }
+
+// waitFor polls cond until it holds, failing the test after 10 s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -36,8 +36,11 @@ type Options struct {
 	// Clock tells the time used for the stuck threshold. Default
 	// clock.Real.
 	Clock clock.Clock
-	// ScrapeTimeout bounds the scrape-time query. Default 5 seconds;
-	// negative is an error.
+	// ScrapeTimeout bounds how long a scrape waits for the store's job
+	// count and its other scrape-time queries. A job count that takes
+	// longer goes on for the next scrape, this one serving the counts
+	// before it (see the package documentation, Counts). Default 5
+	// seconds; negative is an error.
 	ScrapeTimeout time.Duration
 }
 

@@ -64,7 +64,7 @@ func run() int {
 	flag.IntVar(&cfg.Batch, "batch", cfg.Batch, "producer: most jobs per insert call")
 	flag.DurationVar(&cfg.Tick, "tick", cfg.Tick, "producer: period of the insert calls")
 	flag.IntVar(&cfg.Inserters, "inserters", cfg.Inserters, "producer holding a depth: insert calls in flight at once")
-	flag.DurationVar(&cfg.DepthPoll, "depth-poll", cfg.DepthPoll, "how often the waiting jobs are counted in the database (between counts: inserts less starts)")
+	flag.DurationVar(&cfg.DepthPoll, "depth-poll", cfg.DepthPoll, "how often the waiting jobs are counted in the database, at most (at least 20x the count's duration apart; between counts: inserts less starts)")
 	flag.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "producer and workers before the first phase, not reported")
 	flag.DurationVar(&cfg.Recovery, "recovery", cfg.Recovery, "window after each fault phase in which recovery is measured (0: none)")
 	flag.IntVar(&cfg.MaxConns, "max-conns", cfg.MaxConns, "pool size of each system's worker process")

@@ -93,8 +93,9 @@ type Config struct {
 	// call at a time.
 	Inserters int `json:"inserters"`
 	// DepthPoll is how often the waiting jobs are counted in the
-	// database; between two counts the depth is estimated from the
-	// inserts and the workers' starts.
+	// database, at most (a count that takes long is spaced by twenty
+	// times its duration); between two counts the depth is estimated
+	// from the inserts and the workers' starts.
 	DepthPoll time.Duration `json:"depth_poll_ns"`
 	// MaxConns is the pool size of each system's worker process.
 	MaxConns int `json:"max_conns"`

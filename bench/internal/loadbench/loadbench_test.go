@@ -1,9 +1,11 @@
 package loadbench
 
 import (
+	"context"
 	"math"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -134,5 +136,28 @@ func TestWithAppName(t *testing.T) {
 	}
 	if got := withAppName("host=h dbname=db", "x"); got != "host=h dbname=db application_name=x" {
 		t.Errorf("DSN form: %s", got)
+	}
+}
+
+// A depth count that takes long is spaced by twenty times its duration,
+// not run every -depth-poll: without a vacuum it would take a growing
+// share of the database from the system measured.
+func TestDepthCountIsSpacedByItsCost(t *testing.T) {
+	p := newProducer(Config{}, nil, func() int64 { return 0 }, nil)
+	var calls atomic.Int64
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	p.pollDepth(ctx, func(context.Context) (int64, error) {
+		calls.Add(1)
+		time.Sleep(20 * time.Millisecond)
+		return 7, nil
+	}, time.Millisecond)
+	// 20 × 20 ms = 400 ms apart: two counts in 500 ms (one at 0, one
+	// after 420 ms), where a count every millisecond would make 24.
+	if n := calls.Load(); n < 1 || n > 2 {
+		t.Errorf("%d counts in 500 ms, want 1 or 2", n)
+	}
+	if got := p.estimate(); got != 7 {
+		t.Errorf("estimate %d after a count of 7 and nothing since, want 7", got)
 	}
 }
