@@ -73,10 +73,10 @@ type pairKey struct{ queue, kind string }
 type kindTotals struct{ stuck, dead int }
 
 // Collect reads the store's job counts (waiting for a count at most the
-// scrape timeout; see jobCounter) and sends weir_jobs for every state of each queue and kind the store
-// reports (zeros included, so that a drained queue reads 0 rather than
-// vanishing), and retry_job_stuck_documents and retry_job_failed_documents
-// for each kind.
+// scrape timeout; see jobCounter) and sends weir_jobs for every state of
+// each queue and kind the store reports (zeros included, so that a
+// drained queue reads 0 rather than vanishing), and
+// retry_job_stuck_documents and retry_job_failed_documents for each kind.
 func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	counts, err := c.counter.get(c.timeout)
 	if err != nil {
