@@ -2,10 +2,12 @@ package weir_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/weirhq/weir"
+	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/weirtype"
 )
 
@@ -113,5 +115,53 @@ func TestStuckSweepTakesBackAKindAtItsShorterStuckAfter(t *testing.T) {
 		if c := b.cause(1); c == nil {
 			t.Fatal("the stuck attempt's context was not cancelled")
 		}
+	})
+}
+
+// countFails is a store whose job count fails: the stuck sweep's count,
+// which reads every job kept, times out on a table grown large.
+type countFails struct{ store.Store }
+
+func (s countFails) Executor() store.Executor { return countFailsEx{s.Store.Executor()} }
+
+func (s countFails) Listen(ctx context.Context, ready func(), wake func(queue string)) error {
+	if n, ok := s.Store.(store.Notifier); ok {
+		return n.Listen(ctx, ready, wake)
+	}
+	return errors.New("the store does not notify")
+}
+
+type countFailsEx struct{ store.Executor }
+
+var errCountTimedOut = errors.New("canceling statement due to statement timeout")
+
+func (countFailsEx) CountJobs(context.Context, time.Time) ([]store.JobCount, error) {
+	return nil, errCountTimedOut
+}
+
+// A failed count does not keep the stuck sweep from taking back a stuck
+// attempt; the sweep reports the count's error.
+func TestStuckSweepTakesBackAttemptsWhenTheCountFails(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, open opener) {
+		b := newBlocker()
+		e := newEnvOn(t, open, weir.WorkFunc(b.work), weir.KindConfig{StuckAfter: 2 * time.Minute}, func(c *weir.Config) {
+			longLease(c)
+			c.Store = countFails{c.Store}
+		}).start()
+		id := e.insert(task{}, nil).ID
+		waitFor(t, func() bool { return b.hasStarted(1) })
+		e.fc.Advance(3 * time.Minute)
+		res, err := e.c.SweepStuck(context.Background())
+		if !errors.Is(err, errCountTimedOut) {
+			t.Errorf("sweep error %v, want the count's", err)
+		}
+		if res.Requeued["task"] != 1 {
+			t.Fatalf("sweep with a failed count: %+v, want the stuck attempt requeued", res)
+		}
+		waitFor(t, func() bool { return b.hasStarted(2) })
+		b.release <- nil // attempt 1, superseded
+		b.release <- nil // attempt 2
+		e.waitState(id, weirtype.StateCompleted, 2)
 	})
 }

@@ -77,7 +77,9 @@ func (c *Client) minStuckAfter() time.Duration {
 //
 // It also counts, for every kind, the jobs due longer ago than StuckAfter
 // that no worker has taken (their queue is not worked, or is far behind),
-// and leaves them queued. Sweeps by several processes at once are safe: an
+// and leaves them queued. A count that fails does not stop the sweep: the
+// stuck attempts are still taken back, and the count's error is returned
+// with the result. Sweeps by several processes at once are safe: an
 // attempt is taken back by at most one of them.
 func (c *Client) SweepStuck(ctx context.Context) (SweepResult, error) {
 	start := c.clock.Now()
@@ -97,10 +99,14 @@ func (c *Client) sweepStuck(ctx context.Context, now time.Time) (SweepResult, er
 		MaxRetriesExceeded: map[string]int{},
 		Waiting:            map[string]int{},
 	}
+	// A count that fails (it reads every job kept, finished ones too)
+	// does not keep the stuck attempts from being taken back: the sweep
+	// goes on and reports the error with the rest.
+	var errs []error
 	before := now.Add(-c.cfg.StuckAfter)
 	counts, err := c.ex.CountJobs(ctx, before)
 	if err != nil {
-		return res, fmt.Errorf("weir: stuck sweep: count: %w", err)
+		errs = append(errs, fmt.Errorf("count: %w", err))
 	}
 	for _, n := range counts {
 		if n.State != weirtype.StateRunning && n.Stuck > 0 {
@@ -114,9 +120,8 @@ func (c *Client) sweepStuck(ctx context.Context, now time.Time) (SweepResult, er
 	// Config.StuckAfter is swept at its own threshold.
 	jobs, err := c.ex.ListStuck(ctx, now.Add(-c.minStuckAfter()), sweepLimit)
 	if err != nil {
-		return res, fmt.Errorf("weir: stuck sweep: list: %w", err)
+		errs = append(errs, fmt.Errorf("list: %w", err))
 	}
-	var errs []error
 	for _, j := range jobs {
 		stuckFor := now.Sub(j.AttemptedAt)
 		if c.kinds[j.Kind] == nil || stuckFor <= c.stuckAfter(j.Kind) {
