@@ -31,7 +31,7 @@ func (rep *Report) Print(out io.Writer) {
 	}
 	fmt.Fprintln(out, "# jobs/s: median (min) of 1 s completion rates; pickup: insert call → handler start, p50/p99 per 1 s window, median/max over the phase;")
 	fmt.Fprintln(out, "# dead, size: the job table at the phase's end (pg_stat_user_tables, pg_total_relation_size); CPU: seconds per 1,000 jobs;")
-	fmt.Fprintln(out, "# insert ms: the producer's insert calls, p50/p99; depth: waiting jobs (a count every -depth-poll, plus inserts, less starts since)")
+	fmt.Fprintln(out, "# insert ms: the producer's insert calls, p50/p99; depth: waiting jobs (the last count, every -depth-poll or 20x its duration apart, plus inserts, less starts since)")
 	fmt.Fprintln(out, "# recovery: after a fault phase, the time until the rate (or depth) is back at the clean phase's; after p99: pickup p99 per 1 s window of the recovery window, median/max")
 
 	for _, ph := range c.Phases {
