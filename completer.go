@@ -62,9 +62,9 @@ type completion struct {
 // the next claim instead (below). No wait in a client with a limited
 // kind, where a limit counts the job running until its completion is
 // written, nor on a clock other than the real one, where the wait would
-// last until the clock moves. A job waiting for its completion stays among the client's
-// running jobs, so heartbeats keep its lease, but its worker slot is
-// free. Writes are bounded: at most cap(slots) completions wait at once,
+// last until the clock moves. A job waiting for its completion stays
+// among the client's running jobs, so heartbeats keep its lease, but its
+// worker slot is free. Writes are bounded: at most cap(slots) completions wait at once,
 // and a worker whose success finds none free waits for one. With a store
 // that writes completions with a claim, a producer's claim takes the
 // successes queued that wait for no other attempt (take), and gives them

@@ -118,18 +118,12 @@ func TestStuckSweepTakesBackAKindAtItsShorterStuckAfter(t *testing.T) {
 	})
 }
 
-// countFails is a store whose job count fails: the stuck sweep's count,
-// which reads every job kept, times out on a table grown large.
-type countFails struct{ store.Store }
+// countFails is the test env's store with a job count that fails: the
+// stuck sweep's count, which reads every job kept, times out on a table
+// grown large. It listens as the env's store does.
+type countFails struct{ counted }
 
-func (s countFails) Executor() store.Executor { return countFailsEx{s.Store.Executor()} }
-
-func (s countFails) Listen(ctx context.Context, ready func(), wake func(queue string)) error {
-	if n, ok := s.Store.(store.Notifier); ok {
-		return n.Listen(ctx, ready, wake)
-	}
-	return errors.New("the store does not notify")
-}
+func (s countFails) Executor() store.Executor { return countFailsEx{s.counted.Executor()} }
 
 type countFailsEx struct{ store.Executor }
 
@@ -147,7 +141,7 @@ func TestStuckSweepTakesBackAttemptsWhenTheCountFails(t *testing.T) {
 		b := newBlocker()
 		e := newEnvOn(t, open, weir.WorkFunc(b.work), weir.KindConfig{StuckAfter: 2 * time.Minute}, func(c *weir.Config) {
 			longLease(c)
-			c.Store = countFails{c.Store}
+			c.Store = countFails{c.Store.(counted)}
 		}).start()
 		id := e.insert(task{}, nil).ID
 		waitFor(t, func() bool { return b.hasStarted(1) })
