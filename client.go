@@ -372,6 +372,13 @@ type runningJob struct {
 	results results
 	// group holds the attempts claimed with this one.
 	group *claimGroup
+	// ended is set once the attempt's handler has returned: a lease lost
+	// after it is found by the write of its outcome, which says what
+	// became of the job, and a heartbeat cancels nothing. (A success
+	// queued keeps its lease by the heartbeats until it is written; a
+	// heartbeat that crosses the write finds the job completed, and no
+	// longer held.)
+	ended atomic.Bool
 }
 
 // NewClient checks cfg, fills its defaults and returns a client. It does

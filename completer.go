@@ -476,8 +476,8 @@ func (c *Client) wakeLimited(kind string) bool {
 	return true
 }
 
-// logBatchIDs is the most job ids a line about a batch of completions
-// names.
+// logBatchIDs is the most job ids a line about a batch (of completions,
+// of leases a heartbeat found lost) names.
 const logBatchIDs = 10
 
 // batchAttrs are the attributes of a line about a batch of completions

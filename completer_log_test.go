@@ -2,6 +2,7 @@ package weir_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -88,5 +89,42 @@ func TestFailedCompletionBatchLogsOneLine(t *testing.T) {
 		if !strings.Contains(logs.String(), fmt.Sprintf("jobs=%d ", k)) {
 			t.Errorf("no line says jobs=%d:\n%s", k, logs.String())
 		}
+	}
+}
+
+// A heartbeat that finds the leases of several running attempts lost (here
+// their jobs cancelled in the store behind the client's back, as another
+// process's operator would) cancels each attempt and logs one line, with
+// how many jobs and their ids, not one line per job.
+func TestHeartbeatFindingLeasesLostLogsOneLine(t *testing.T) {
+	t.Parallel()
+	const n = 3
+	var started, cancelled atomic.Int32
+	var logs syncio.Buffer
+	e := newEnv(t, weir.WorkFunc(func(ctx context.Context, _ *weir.Job[task]) error {
+		started.Add(1)
+		<-ctx.Done()
+		if errors.Is(context.Cause(ctx), store.ErrLeaseLost) {
+			cancelled.Add(1)
+		}
+		return ctx.Err()
+	}), weir.KindConfig{}, func(c *weir.Config) {
+		c.Queues = map[string]weir.QueueConfig{weir.DefaultQueue: {MaxWorkers: n}}
+		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}).start()
+	var ids []int64
+	for range n {
+		ids = append(ids, e.insert(task{}, nil).ID)
+	}
+	waitFor(t, func() bool { return started.Load() == n })
+	for _, id := range ids {
+		if _, err := e.s.Executor().Cancel(context.Background(), e.fc.Now(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.fc.Advance(weir.DefaultLeaseFor / 3) // the heartbeat
+	waitFor(t, func() bool { return cancelled.Load() == n })
+	if lines := strings.Count(logs.String(), "leases lost"); lines != 1 || !strings.Contains(logs.String(), fmt.Sprintf("jobs=%d ", n)) {
+		t.Fatalf("%d lines for %d leases lost in one heartbeat, want one saying jobs=%d:\n%s", lines, n, n, logs.String())
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/clock"
+	"github.com/weirhq/weir/internal/syncio"
 	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/weirtype"
 )
@@ -47,6 +49,10 @@ type faultEx struct {
 	// duringHeartbeat, when set before the client starts, runs inside
 	// each Heartbeat call, before the store's.
 	duringHeartbeat func()
+	// afterComplete, when set before the client starts, runs inside each
+	// CompleteMany call, after the store's has written.
+	afterComplete  func()
+	heartbeatsDone atomic.Int64 // Heartbeat calls that returned
 }
 
 func (e *faultEx) GetJob(ctx context.Context, id int64) (*weirtype.Job, error) {
@@ -58,7 +64,11 @@ func (e *faultEx) CompleteMany(ctx context.Context, now time.Time, ls []store.Le
 	if e.failComplete.Add(-1) >= 0 {
 		return nil, errInjected
 	}
-	return e.Executor.CompleteMany(ctx, now, ls)
+	lost, err := e.Executor.CompleteMany(ctx, now, ls)
+	if e.afterComplete != nil {
+		e.afterComplete()
+	}
+	return lost, err
 }
 
 func (e *faultEx) Fail(ctx context.Context, p store.FailParams) (*weirtype.Job, error) {
@@ -91,6 +101,7 @@ func (e *faultEx) Heartbeat(ctx context.Context, now time.Time, ls []store.Lease
 	if e.duringHeartbeat != nil {
 		e.duringHeartbeat()
 	}
+	defer e.heartbeatsDone.Add(1)
 	if e.failHeartbeat.Load() {
 		return nil, errInjected
 	}
@@ -439,4 +450,46 @@ func TestHeartbeatDueDuringTheLastOneIsSentAtOnce(t *testing.T) {
 	waitFor(t, func() bool { return e.job(id).LeaseExpiresAt.Equal(second.Add(weir.DefaultLeaseFor)) })
 	b.release <- nil
 	e.waitState(id, weirtype.StateCompleted, 1)
+}
+
+// A heartbeat that crosses the write of a success (the completion
+// committed, the client not yet told) finds the job completed, no longer
+// held: it cancels nothing and warns of nothing, since the attempt has
+// ended and its write says what became of the job. (Under load, a batch
+// of completions crossing a heartbeat printed a "lease lost" warning for
+// each of its jobs.)
+func TestHeartbeatCrossingACompletionWarnsOfNothing(t *testing.T) {
+	t.Parallel()
+	logs := &syncio.Buffer{}
+	fs := wrap(nil)
+	var runs atomic.Int32
+	e := newEnv(t, weir.WorkFunc(func(context.Context, *weir.Job[task]) error {
+		runs.Add(1)
+		return nil
+	}), weir.KindConfig{}, func(c *weir.Config) {
+		withFaults(fs)(c)
+		c.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	var once sync.Once
+	fs.ex.afterComplete = func() {
+		once.Do(func() {
+			// The job is completed in the store and still among the
+			// client's running ones: a heartbeat now, and back.
+			before := fs.ex.heartbeatsDone.Load()
+			e.fc.Advance(weir.DefaultLeaseFor / 3)
+			waitFor(t, func() bool { return fs.ex.heartbeatsDone.Load() > before })
+			// Give the heartbeat's loop time to act on what it found.
+			time.Sleep(100 * time.Millisecond)
+		})
+	}
+	e.start()
+	id := e.insert(task{}, nil).ID
+	e.waitState(id, weirtype.StateCompleted, 1)
+	waitFor(t, func() bool { return fs.ex.heartbeatsDone.Load() > 0 })
+	if runs.Load() != 1 {
+		t.Fatalf("%d runs, want 1", runs.Load())
+	}
+	if strings.Contains(logs.String(), "lease") {
+		t.Fatalf("a heartbeat crossing the completion logged:\n%s", logs.String())
+	}
 }

@@ -687,6 +687,7 @@ func (c *Client) run(ctx context.Context, r *runningJob, j *weirtype.Job) (hande
 		attribute.Int64("weir.job.id", j.ID), attribute.String("weir.job.kind", j.Kind),
 		attribute.String("weir.job.queue", j.Queue), attribute.Int("weir.job.attempt", j.Attempt)))
 	err := r.outcome(call(withAttempt(spanCtx, c, r), reg, j))
+	r.ended.Store(true)
 	tracing.End(span, err)
 	for _, stop := range stops {
 		stop()
@@ -986,17 +987,27 @@ func (c *Client) heartbeat(now time.Time) {
 		if r == nil || r.lease != l {
 			continue // finished meanwhile, or a later attempt
 		}
-		if isLost[l.ID] {
+		switch {
+		case isLost[l.ID] && !r.ended.Load():
 			cancel = append(cancel, r)
-		} else if !r.lapsed {
+		case !isLost[l.ID] && !r.lapsed:
 			r.extended = now
 		}
 	}
 	c.mu.Unlock()
+	if len(cancel) == 0 {
+		return
+	}
+	// One line for the heartbeat, however many attempts it cancels.
+	ids := make([]int64, 0, min(len(cancel), logBatchIDs))
 	for _, r := range cancel {
-		c.log.Warn("lease lost; cancelling the attempt", "job_id", r.lease.ID, "attempt", r.lease.Attempt)
+		if len(ids) < logBatchIDs {
+			ids = append(ids, r.lease.ID)
+		}
 		r.cancel(fmt.Errorf("weir: job %d: %w", r.lease.ID, store.ErrLeaseLost))
 	}
+	c.log.Warn("heartbeat: leases lost (another worker holds the jobs, or they were cancelled); cancelling the attempts",
+		"jobs", len(cancel), "job_ids", ids)
 }
 
 // rescueLoop puts back the jobs whose leases expired, and abandons those
