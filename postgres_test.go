@@ -14,6 +14,7 @@ import (
 	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/internal/syncio"
 	"github.com/weirhq/weir/internal/teststore"
+	"github.com/weirhq/weir/store"
 	"github.com/weirhq/weir/store/postgres"
 	"github.com/weirhq/weir/weirtype"
 )
@@ -226,4 +227,45 @@ func listening(t *testing.T, s *postgres.Store) bool {
 		t.Fatal(err)
 	}
 	return n > 0
+}
+
+// On PostgreSQL, where autovacuum does not run on the job table, the
+// retention sweep vacuums the table after its deletes once its dead rows
+// (here the old versions of claimed and completed jobs) pass the
+// threshold autovacuum would apply; the table's own autovacuum_enabled
+// = false turns autovacuum off for this test's schema alone.
+func TestPostgresRetentionSweepVacuumsWhereAutovacuumIsOff(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := migratedPostgres(t, "weirtest_vacuum_", 4)
+	if _, err := s.Pool().Exec(ctx, `ALTER TABLE weir_jobs SET (autovacuum_enabled = false, autovacuum_vacuum_threshold = 20)`); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvOn(t, func(*testing.T) store.Store { return s }, weir.WorkFunc(func(context.Context, *weir.Job[task]) error { return nil }),
+		weir.KindConfig{}, func(c *weir.Config) {
+			c.JobRetention = time.Hour
+			c.Store = s // the store itself: the env's wrapper hides its vacuum
+		})
+	const jobs = 100
+	for range jobs {
+		e.finished(task{}, weirtype.StateCompleted, t0)
+	}
+	stat := func(column string) int {
+		var n int
+		if err := s.Pool().QueryRow(ctx, `SELECT `+column+` FROM pg_stat_all_tables WHERE relid = 'weir_jobs'::regclass`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// A backend reports its counts when it goes idle, up to a second later.
+	waitFor(t, func() bool { return stat("n_dead_tup") > 20 })
+
+	e.fc.Set(t0.Add(2 * time.Hour))
+	res, err := e.c.SweepRetention(ctx)
+	if err != nil || res.Deleted["task"] != jobs || !res.Vacuum.Vacuumed || res.Vacuum.Threshold != 20 {
+		t.Fatalf("sweep: %+v, %v; want %d deleted and the table vacuumed", res, err, jobs)
+	}
+	if n := stat("vacuum_count"); n != 1 {
+		t.Fatalf("vacuum_count %d, want 1", n)
+	}
 }

@@ -42,6 +42,10 @@ type RetentionResult struct {
 	Skipped bool
 	// Deleted are the jobs deleted, by kind.
 	Deleted map[string]int
+	// Vacuum is what the sweep found and did about the job table's dead
+	// rows, with a store that needs a vacuum (store.Vacuumer); see
+	// SweepRetention.
+	Vacuum store.VacuumResult
 }
 
 // retention is how long the completed and cancelled jobs of kind are
@@ -70,6 +74,12 @@ func (c *Client) retention(kind string) time.Duration {
 // Every process should therefore agree on the retentions: give a kind the
 // same KindConfig.Retention wherever it is registered, and the same
 // Config.JobRetention everywhere.
+//
+// With a store whose job table keeps dead rows until it is vacuumed
+// (PostgreSQL, store.Vacuumer), the sweep then vacuums the table where
+// the server's autovacuum does not run, once its dead rows pass the
+// threshold autovacuum would apply: the rows the sweep deleted, and the
+// old versions every claim and completion leaves.
 func (c *Client) SweepRetention(ctx context.Context) (RetentionResult, error) {
 	res := RetentionResult{Deleted: map[string]int{}}
 	leaseFor := 3 * c.cfg.RetentionEvery
@@ -86,11 +96,31 @@ func (c *Client) SweepRetention(ctx context.Context) (RetentionResult, error) {
 		res.Skipped = true
 		return res, nil
 	}
+	lost, err := c.purgeJobs(ctx, &res, held)
+	if v, ok := c.cfg.Store.(store.Vacuumer); ok && !lost && ctx.Err() == nil {
+		// Not bounded by the store timeout: on a large table a vacuum
+		// takes minutes, and it ends with ctx.
+		vres, verr := v.VacuumJobs(ctx)
+		res.Vacuum = vres
+		if verr != nil {
+			err = errors.Join(err, verr)
+		}
+	}
+	if err != nil {
+		return res, fmt.Errorf("weir: retention sweep: %w", err)
+	}
+	return res, nil
+}
+
+// purgeJobs deletes the final jobs past their retention, kind by kind,
+// counting them in res; lost reports that another process took the lease
+// meanwhile, and the sweep stopped there.
+func (c *Client) purgeJobs(ctx context.Context, res *RetentionResult, held func() (bool, error)) (lost bool, _ error) {
 	sctx, cancel := context.WithTimeout(ctx, c.storeTimeout())
 	kinds, err := c.ex.FinalJobKinds(sctx)
 	cancel()
 	if err != nil {
-		return res, fmt.Errorf("weir: retention sweep: list kinds: %w", err)
+		return false, fmt.Errorf("list kinds: %w", err)
 	}
 	m, _ := c.cfg.Metrics.(RetentionMetrics)
 	var errs []error
@@ -108,7 +138,7 @@ func (c *Client) SweepRetention(ctx context.Context) (RetentionResult, error) {
 		}
 		if errors.Is(err, errLeaseTaken) {
 			c.log.Warn("retention sweep: another process took the retention lease; stopping", "kind", kind)
-			break
+			return true, errors.Join(errs...)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("kind %q: %w", kind, err))
@@ -117,10 +147,7 @@ func (c *Client) SweepRetention(ctx context.Context) (RetentionResult, error) {
 			}
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return res, fmt.Errorf("weir: retention sweep: %w", err)
-	}
-	return res, nil
+	return false, errors.Join(errs...)
 }
 
 // errLeaseTaken: another process holds the retention lease now.
@@ -164,6 +191,10 @@ func (c *Client) retentionLoop() {
 		}
 		if n := sum(res.Deleted); n > 0 {
 			c.log.Info("retention sweep: deleted completed and cancelled jobs past their retention", "jobs", n)
+		}
+		if v := res.Vacuum; v.Vacuumed {
+			c.log.Info("retention sweep: vacuumed the job table, where the server's autovacuum does not",
+				"dead_rows", v.Dead, "threshold", v.Threshold, "took", v.Took.Round(time.Millisecond).String())
 		}
 		if !clock.Sleep(c.clock, c.cfg.RetentionEvery, c.loopsStop) {
 			return

@@ -101,3 +101,30 @@ func CheckSweepLease(now time.Time, name, owner string, leaseFor time.Duration) 
 	}
 	return FirstError(CheckOwner(owner), CheckLeaseFor(leaseFor), CheckNow(now))
 }
+
+// Vacuumer is implemented by a store whose job table keeps the dead
+// versions of its updated and deleted rows until the database vacuums it
+// (PostgreSQL). The retention sweep calls VacuumJobs after each sweep, so
+// that the table a claim reads stays small where the server's autovacuum
+// does not run.
+type Vacuumer interface {
+	// VacuumJobs vacuums the job table when the server's autovacuum does
+	// not (it is off on the server, or for the table) and the table's
+	// dead rows are more than the threshold autovacuum would apply to it;
+	// it reports what it found and what it did.
+	VacuumJobs(ctx context.Context) (VacuumResult, error)
+}
+
+// VacuumResult is what one VacuumJobs found and did.
+type VacuumResult struct {
+	// Autovacuum is set when the server's autovacuum vacuums the table:
+	// VacuumJobs did nothing.
+	Autovacuum bool
+	// Dead is the table's dead rows before, by the server's statistics,
+	// and Threshold the count above which the table is vacuumed.
+	Dead, Threshold int64
+	// Vacuumed is set when the table was vacuumed, and Took is how long
+	// the vacuum took.
+	Vacuumed bool
+	Took     time.Duration
+}

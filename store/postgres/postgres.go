@@ -42,6 +42,10 @@ type Config struct {
 	MaxConns int32
 	// Logger receives the store's logs (applied migrations). Default: none.
 	Logger *slog.Logger
+	// NoVacuum: weir never vacuums its job table itself (see
+	// Store.VacuumJobs), even where the server's autovacuum is off. By
+	// default the retention sweep vacuums it there, as autovacuum would.
+	NoVacuum bool
 }
 
 // Store keeps weir's jobs in PostgreSQL.
@@ -56,6 +60,7 @@ type Store struct {
 	channel    string // see notifyChannel
 	sql        queries
 	jobsSize   sizeClass
+	noVacuum   bool // see Config.NoVacuum
 }
 
 var _ store.Store = (*Store)(nil)
@@ -103,6 +108,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s.ownsPool = true
+	s.noVacuum = cfg.NoVacuum
 	if err := s.ensureSchema(ctx); err != nil {
 		pool.Close()
 		return nil, err

@@ -1,0 +1,142 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/weirhq/weir/internal/testenv"
+	"github.com/weirhq/weir/store"
+	"github.com/weirhq/weir/store/postgres"
+)
+
+// tableStat reads a column of pg_stat_all_tables for s's job table.
+func tableStat(t *testing.T, s *postgres.Store, column string) int {
+	t.Helper()
+	return queryInt(t, s, `SELECT `+column+` FROM pg_stat_all_tables WHERE relid = 'weir_jobs'::regclass`)
+}
+
+// deadRows leaves n dead rows in s's job table (inserted, then deleted)
+// and waits until the server's statistics count them: a backend reports
+// its counts when it goes idle, up to a second later.
+func deadRows(t *testing.T, s *postgres.Store, n int) {
+	t.Helper()
+	insertBatch(t, s.Executor(), n, func(int) store.InsertParams { return store.InsertParams{Kind: "k", Queue: "q", Payload: []byte(`{}`)} })
+	exec(t, s, `DELETE FROM weir_jobs`)
+	deadline := time.Now().Add(15 * time.Second)
+	for tableStat(t, s, "n_dead_tup") < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the statistics count %d dead rows after 15 s, want %d", tableStat(t, s, "n_dead_tup"), n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Where autovacuum does not run on the job table, VacuumJobs vacuums it
+// once its dead rows pass the threshold autovacuum would apply (the
+// table's own settings first), and not again until they do; with
+// NoVacuum, never. The server's autovacuum is left as it is: the table's
+// autovacuum_enabled = false turns it off for this schema alone.
+func TestVacuumJobsWhereAutovacuumIsOff(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := migrated(t)
+	exec(t, s, `ALTER TABLE weir_jobs SET (autovacuum_enabled = false, autovacuum_vacuum_threshold = 200, autovacuum_vacuum_scale_factor = 0)`)
+
+	deadRows(t, s, 150)
+	res, err := s.VacuumJobs(ctx)
+	if err != nil || res.Vacuumed || res.Autovacuum || res.Threshold != 200 || res.Dead < 150 {
+		t.Fatalf("150 dead rows under the table's threshold of 200: %+v, %v; want no vacuum", res, err)
+	}
+	if n := tableStat(t, s, "vacuum_count"); n != 0 {
+		t.Fatalf("vacuum_count %d under the threshold, want 0", n)
+	}
+
+	// Without a NoVacuum, the default threshold and scale factor: a table
+	// never vacuumed counts no rows (reltuples -1), so 50 dead rows do.
+	exec(t, s, `ALTER TABLE weir_jobs RESET (autovacuum_vacuum_threshold, autovacuum_vacuum_scale_factor)`)
+	off, err := postgres.Open(ctx, postgres.Config{URL: testenv.Postgres(t), Schema: s.Schema(), MaxConns: 2, NoVacuum: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = off.Close() })
+	if res, err := off.VacuumJobs(ctx); err != nil || res != (store.VacuumResult{}) {
+		t.Fatalf("NoVacuum: %+v, %v; want nothing done", res, err)
+	}
+	if n := tableStat(t, s, "vacuum_count"); n != 0 {
+		t.Fatalf("vacuum_count %d with NoVacuum, want 0", n)
+	}
+
+	base := queryInt(t, s, `SELECT current_setting('autovacuum_vacuum_threshold')::integer`)
+	res, err = s.VacuumJobs(ctx)
+	if err != nil || !res.Vacuumed || res.Threshold != int64(base) || res.Dead < 150 || res.Took <= 0 {
+		t.Fatalf("150 dead rows over the server's threshold of %d: %+v, %v; want a vacuum", base, res, err)
+	}
+	if n := tableStat(t, s, "vacuum_count"); n != 1 {
+		t.Fatalf("vacuum_count %d after the vacuum, want 1", n)
+	}
+	if n := tableStat(t, s, "n_dead_tup"); n != 0 {
+		t.Fatalf("%d dead rows left after the vacuum, want 0", n)
+	}
+	res, err = s.VacuumJobs(ctx)
+	if err != nil || res.Vacuumed {
+		t.Fatalf("right after the vacuum: %+v, %v; want no vacuum", res, err)
+	}
+	if n := tableStat(t, s, "vacuum_count"); n != 1 {
+		t.Fatalf("vacuum_count %d after a check with no dead rows, want 1", n)
+	}
+}
+
+// Where the table's autovacuum is on, VacuumJobs leaves the table to it
+// when the server's autovacuum runs, and vacuums it itself when the
+// server's is off (the table's setting does not turn it on there).
+func TestVacuumJobsLeavesTheTableToAutovacuum(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := migrated(t)
+	exec(t, s, `ALTER TABLE weir_jobs SET (autovacuum_enabled = true, autovacuum_vacuum_threshold = 10)`)
+	if queryInt(t, s, `SELECT current_setting('autovacuum')::boolean::integer`) == 1 {
+		// Dead rows would race the server's own vacuum: none are needed
+		// to see that weir leaves the table alone.
+		res, err := s.VacuumJobs(ctx)
+		if err != nil || !res.Autovacuum || res.Vacuumed {
+			t.Fatalf("server's autovacuum on: %+v, %v; want Autovacuum and no vacuum", res, err)
+		}
+		return
+	}
+	deadRows(t, s, 20)
+	res, err := s.VacuumJobs(ctx)
+	if err != nil || res.Autovacuum || !res.Vacuumed {
+		t.Fatalf("server's autovacuum off, the table's on: %+v, %v; want a vacuum", res, err)
+	}
+}
+
+// The vacuum runs at autovacuum's pace on a connection of the pool, and
+// the connection goes back to the pool with its settings as they were: a
+// pool of one connection shows the plain vacuum's delay after it.
+func TestVacuumJobsLeavesThePoolsSettings(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := migrated(t)
+	exec(t, s, `ALTER TABLE weir_jobs SET (autovacuum_enabled = false)`)
+	one, err := postgres.Open(ctx, postgres.Config{URL: testenv.Postgres(t), Schema: s.Schema(), MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = one.Close() })
+	show := func() (delay, limit string) {
+		t.Helper()
+		if err := one.Pool().QueryRow(ctx, `SELECT current_setting('vacuum_cost_delay'), current_setting('vacuum_cost_limit')`).Scan(&delay, &limit); err != nil {
+			t.Fatal(err)
+		}
+		return delay, limit
+	}
+	wantDelay, wantLimit := show()
+	deadRows(t, s, 100)
+	if res, err := one.VacuumJobs(ctx); err != nil || !res.Vacuumed {
+		t.Fatalf("100 dead rows: %+v, %v; want a vacuum", res, err)
+	}
+	if delay, limit := show(); delay != wantDelay || limit != wantLimit {
+		t.Fatalf("the pool's connection after the vacuum: vacuum_cost_delay %s, vacuum_cost_limit %s; want %s and %s as before", delay, limit, wantDelay, wantLimit)
+	}
+}
