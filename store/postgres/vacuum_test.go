@@ -140,3 +140,34 @@ func TestVacuumJobsLeavesThePoolsSettings(t *testing.T) {
 		t.Fatalf("the pool's connection after the vacuum: vacuum_cost_delay %s, vacuum_cost_limit %s; want %s and %s as before", delay, limit, wantDelay, wantLimit)
 	}
 }
+
+// While another vacuum holds the table (here a transaction holding the
+// lock a vacuum takes), VacuumJobs skips it at once and reports no
+// vacuum, rather than wait for the other to end and vacuum it again.
+func TestVacuumJobsSkipsATableAnotherVacuumHolds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := migrated(t)
+	exec(t, s, `ALTER TABLE weir_jobs SET (autovacuum_enabled = false)`)
+	deadRows(t, s, 100)
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `LOCK TABLE weir_jobs IN SHARE UPDATE EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	res, err := s.VacuumJobs(vctx)
+	if err != nil || res.Vacuumed || res.Dead < 100 {
+		t.Fatalf("table held by another vacuum: %+v, %v; want it skipped, no error", res, err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.VacuumJobs(ctx); err != nil || !res.Vacuumed {
+		t.Fatalf("once the other let go: %+v, %v; want a vacuum", res, err)
+	}
+}
