@@ -36,9 +36,10 @@ WHERE c.oid = $1::regclass`
 // VacuumJobs vacuums weir_jobs when the server's autovacuum does not (off
 // on the server, or for the table with autovacuum_enabled = false) and
 // its dead rows are more than the threshold autovacuum would apply; see
-// store.Vacuumer. Without a vacuum the claims read ever more dead entries
-// of the claim index and the table grows without end: a queue held full
-// lost a quarter of its rate in ten minutes that way. A store opened with
+// store.Vacuumer. Without a vacuum the table and its indexes grow without
+// end, by the dead version every claim, completion and delete leaves: a
+// queue held full for ten minutes left 9.0 GB and 12 million dead rows
+// without one, 6.2 GB and 1.3 million with this one. A store opened with
 // Config.NoVacuum never vacuums. The vacuum runs on a connection of the
 // pool, outside any transaction, and is cancelled with ctx; the table
 // stays readable and writable meanwhile (VACUUM takes no lock that
