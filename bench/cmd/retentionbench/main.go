@@ -21,7 +21,9 @@
 // it. A production server's autovacuum does; a test server often runs
 // with it off, so -vacuum (on by default) vacuums weir_jobs after each
 // round, as autovacuum would. With -vacuum=false on such a server the
-// rows stay bounded and the size grows with the dead rows.
+// rows stay bounded and the size grows with the dead rows. The store is
+// opened with postgres.Config.NoVacuum, so that the retention sweep's own
+// vacuum (where autovacuum is off) does not run beside -vacuum's.
 //
 //	go run ./cmd/retentionbench -store sqlite -jobs 1000000
 //	go run ./cmd/retentionbench -store postgres -jobs 1000000
@@ -116,7 +118,9 @@ func open(ctx context.Context, s settings) (*bench, error) {
 func openStore(ctx context.Context, s settings) (*bench, error) {
 	if s.store == "postgres" {
 		schema := fmt.Sprintf("retentionbench_%08x", rand.Uint32())
-		ps, err := postgres.Open(ctx, postgres.Config{URL: s.url, Schema: schema})
+		// weir's own vacuum (the sweep's, where autovacuum is off) stays
+		// out: -vacuum alone says when the table is vacuumed.
+		ps, err := postgres.Open(ctx, postgres.Config{URL: s.url, Schema: schema, NoVacuum: true})
 		if err != nil {
 			return nil, err
 		}
