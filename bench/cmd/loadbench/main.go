@@ -79,7 +79,7 @@ func run() int {
 	flag.DurationVar(&cfg.ReaderTx, "reader-tx", cfg.ReaderTx, "active-readers: length of each reader's transaction")
 	flag.DurationVar(&cfg.ReaderPause, "reader-pause", cfg.ReaderPause, "active-readers: pause between two scans")
 	flag.IntVar(&cfg.NoisyCPUs, "noisy-cpus", cfg.NoisyCPUs, "noisy-neighbour: cores the CPU-bound process keeps busy")
-	flag.DurationVar(&cfg.VacuumEvery, "vacuum-every", 0, "VACUUM each job table at this period (0: never; for servers without autovacuum)")
+	flag.DurationVar(&cfg.VacuumEvery, "vacuum-every", 0, "VACUUM each job table at this period (0: never; for servers without autovacuum, where weir also vacuums its own as autovacuum would)")
 	flag.DurationVar(&cfg.DrainTimeout, "drain-timeout", cfg.DrainTimeout, "longest wait for the queue to drain before the exactly-once check")
 	flag.StringVar(&cfg.ProfileDir, "cpuprofile-dir", "", "write a CPU profile of each worker process into this directory")
 	flag.BoolVar(&cfg.Keep, "keep", false, "keep the schemas at the end")
