@@ -2,10 +2,12 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/weirhq/weir/store"
 )
@@ -13,14 +15,13 @@ import (
 var _ store.Vacuumer = (*Store)(nil)
 
 // vacuumCheck reads what autovacuum would read to decide on the table $1:
-// its dead rows (the server's statistics, with the count of its vacuums
-// by hand), whether autovacuum runs for it
+// its dead rows (the server's statistics), whether autovacuum runs for it
 // (the server's setting and the table's autovacuum_enabled), and its
 // threshold, autovacuum_vacuum_threshold + autovacuum_vacuum_scale_factor
 // × reltuples, each setting the table's own when it has one. A table never
 // vacuumed nor analyzed has reltuples -1, counted as 0, as autovacuum does.
 // The CASEs keep a cast from reading another option's value.
-const vacuumCheck = `SELECT coalesce(s.n_dead_tup, 0), coalesce(s.vacuum_count, 0),
+const vacuumCheck = `SELECT coalesce(s.n_dead_tup, 0),
 	current_setting('autovacuum')::boolean AND coalesce(o.enabled, true),
 	(coalesce(o.threshold, current_setting('autovacuum_vacuum_threshold')::float8)
 	 + coalesce(o.scale, current_setting('autovacuum_vacuum_scale_factor')::float8) * greatest(c.reltuples, 0))::bigint
@@ -53,11 +54,8 @@ func (s *Store) VacuumJobs(ctx context.Context) (store.VacuumResult, error) {
 		return res, nil
 	}
 	table := pgx.Identifier{s.schema, "weir_jobs"}.Sanitize()
-	var (
-		auto   bool
-		before int64
-	)
-	if err := s.pool.QueryRow(ctx, vacuumCheck, table).Scan(&res.Dead, &before, &auto, &res.Threshold); err != nil {
+	var auto bool
+	if err := s.pool.QueryRow(ctx, vacuumCheck, table).Scan(&res.Dead, &auto, &res.Threshold); err != nil {
 		return res, dbError("check the job table's dead rows", err)
 	}
 	res.Autovacuum = auto
@@ -65,48 +63,53 @@ func (s *Store) VacuumJobs(ctx context.Context) (store.VacuumResult, error) {
 		return res, nil
 	}
 	start := time.Now()
-	if err := s.vacuum(ctx, table); err != nil {
+	ran, err := s.vacuum(ctx, table)
+	if err != nil {
 		return res, fmt.Errorf("postgres: vacuum the job table: %w", err)
 	}
-	// A vacuum that found the table locked skipped it (SKIP_LOCKED, with
-	// a warning to the connection only); the count of the table's vacuums
-	// says whether this one ran.
-	var after int64
-	if err := s.pool.QueryRow(ctx, `SELECT coalesce((SELECT vacuum_count FROM pg_stat_all_tables WHERE relid = $1::regclass), 0)`, table).Scan(&after); err != nil {
-		return res, dbError("read the job table's vacuums", err)
-	}
-	if after > before {
+	if ran {
 		res.Vacuumed, res.Took = true, time.Since(start)
 	}
 	return res, nil
 }
+
+// vacuumLockWait is how long a vacuum waits for the table's lock before
+// it leaves the table to the vacuum that holds it.
+const vacuumLockWait = "100ms"
 
 // vacuum vacuums table as autovacuum would: at its pace, sleeping
 // autovacuum_vacuum_cost_delay each autovacuum_vacuum_cost_limit of work
 // (2 ms each 200 by default; -1 is the plain vacuum's setting), where a
 // VACUUM by hand runs unthrottled; and in one process, where a VACUUM by
 // hand vacuums the indexes of a large table with parallel workers, each
-// taking a core from the queue beside it. It skips the table, rather
-// than wait, while another vacuum holds it. The connection's settings
-// are put back before it returns to the pool.
-func (s *Store) vacuum(ctx context.Context, table string) error {
+// taking a core from the queue beside it. While another vacuum holds the
+// table it gives up after vacuumLockWait, and reports that it did not
+// run (ran false, no error). The connection's settings are put back
+// before it returns to the pool.
+func (s *Store) vacuum(ctx context.Context, table string) (ran bool, err error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer conn.Release()
-	// VACUUM cannot run in a transaction, nor as a prepared statement.
 	_, err = conn.Exec(ctx, `SELECT set_config('vacuum_cost_delay', CASE WHEN d = '-1' THEN current_setting('vacuum_cost_delay') ELSE d END, false),
-	set_config('vacuum_cost_limit', CASE WHEN l = '-1' THEN current_setting('vacuum_cost_limit') ELSE l END, false)
-FROM (SELECT current_setting('autovacuum_vacuum_cost_delay') AS d, current_setting('autovacuum_vacuum_cost_limit') AS l) AS a`)
+	set_config('vacuum_cost_limit', CASE WHEN l = '-1' THEN current_setting('vacuum_cost_limit') ELSE l END, false),
+	set_config('lock_timeout', $1, false)
+FROM (SELECT current_setting('autovacuum_vacuum_cost_delay') AS d, current_setting('autovacuum_vacuum_cost_limit') AS l) AS a`, vacuumLockWait)
 	if err == nil {
-		_, err = conn.Exec(ctx, "VACUUM (PARALLEL 0, SKIP_LOCKED) "+table, pgx.QueryExecModeSimpleProtocol)
+		// VACUUM cannot run in a transaction, nor as a prepared statement.
+		_, err = conn.Exec(ctx, "VACUUM (PARALLEL 0) "+table, pgx.QueryExecModeSimpleProtocol)
 	}
-	// A connection left with the pace set would slow a caller's VACUUM.
+	// A connection left with these settings would slow a caller's VACUUM
+	// and fail its lock waits.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
 	defer cancel()
-	if _, rerr := conn.Exec(rctx, `RESET vacuum_cost_delay; RESET vacuum_cost_limit`, pgx.QueryExecModeSimpleProtocol); rerr != nil {
+	if _, rerr := conn.Exec(rctx, `RESET vacuum_cost_delay; RESET vacuum_cost_limit; RESET lock_timeout`, pgx.QueryExecModeSimpleProtocol); rerr != nil {
 		conn.Conn().PgConn().Close(rctx) //nolint:errcheck // the pool drops a closed connection
 	}
-	return err
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "55P03" /* lock_not_available */ {
+		return false, nil
+	}
+	return err == nil, err
 }

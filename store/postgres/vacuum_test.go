@@ -124,26 +124,28 @@ func TestVacuumJobsLeavesThePoolsSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = one.Close() })
-	show := func() (delay, limit string) {
+	show := func() (delay, limit, lockWait string) {
 		t.Helper()
-		if err := one.Pool().QueryRow(ctx, `SELECT current_setting('vacuum_cost_delay'), current_setting('vacuum_cost_limit')`).Scan(&delay, &limit); err != nil {
+		if err := one.Pool().QueryRow(ctx, `SELECT current_setting('vacuum_cost_delay'), current_setting('vacuum_cost_limit'), current_setting('lock_timeout')`).Scan(&delay, &limit, &lockWait); err != nil {
 			t.Fatal(err)
 		}
-		return delay, limit
+		return delay, limit, lockWait
 	}
-	wantDelay, wantLimit := show()
+	wantDelay, wantLimit, wantLockWait := show()
 	deadRows(t, s, 100)
 	if res, err := one.VacuumJobs(ctx); err != nil || !res.Vacuumed {
 		t.Fatalf("100 dead rows: %+v, %v; want a vacuum", res, err)
 	}
-	if delay, limit := show(); delay != wantDelay || limit != wantLimit {
-		t.Fatalf("the pool's connection after the vacuum: vacuum_cost_delay %s, vacuum_cost_limit %s; want %s and %s as before", delay, limit, wantDelay, wantLimit)
+	if delay, limit, lockWait := show(); delay != wantDelay || limit != wantLimit || lockWait != wantLockWait {
+		t.Fatalf("the pool's connection after the vacuum: vacuum_cost_delay %s, vacuum_cost_limit %s, lock_timeout %s; want %s, %s and %s as before",
+			delay, limit, lockWait, wantDelay, wantLimit, wantLockWait)
 	}
 }
 
 // While another vacuum holds the table (here a transaction holding the
-// lock a vacuum takes), VacuumJobs skips it at once and reports no
-// vacuum, rather than wait for the other to end and vacuum it again.
+// lock a vacuum takes), VacuumJobs gives up after a short wait and
+// reports no vacuum, rather than wait for the other to end and vacuum it
+// again.
 func TestVacuumJobsSkipsATableAnotherVacuumHolds(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -169,5 +171,49 @@ func TestVacuumJobsSkipsATableAnotherVacuumHolds(t *testing.T) {
 	}
 	if res, err := s.VacuumJobs(ctx); err != nil || !res.Vacuumed {
 		t.Fatalf("once the other let go: %+v, %v; want a vacuum", res, err)
+	}
+}
+
+// Two processes on one schema (two stores here) checking at once both
+// find the dead rows; their vacuums do not wait for each other: one
+// vacuums, and the other vacuums too once the first is done or skips the
+// table while it runs. Neither fails, and the dead rows are gone.
+func TestVacuumJobsFromTwoStoresAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := migrated(t)
+	exec(t, s, `ALTER TABLE weir_jobs SET (autovacuum_enabled = false)`)
+	other, err := postgres.Open(ctx, postgres.Config{URL: testenv.Postgres(t), Schema: s.Schema(), MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Close() })
+	deadRows(t, s, 500)
+	vctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	results := make(chan store.VacuumResult, 2)
+	errs := make(chan error, 2)
+	for _, st := range []*postgres.Store{s, other} {
+		go func() {
+			res, err := st.VacuumJobs(vctx)
+			results <- res
+			errs <- err
+		}()
+	}
+	vacuumed := 0
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("a vacuum beside another: %v", err)
+		}
+		if (<-results).Vacuumed {
+			vacuumed++
+		}
+	}
+	if n := tableStat(t, s, "vacuum_count"); vacuumed == 0 || n != vacuumed {
+		t.Fatalf("%d of two reported a vacuum, vacuum_count %d; want at least one, and as many as ran", vacuumed, n)
+	}
+	t.Logf("%d of the two vacuumed", vacuumed)
+	if n := tableStat(t, s, "n_dead_tup"); n != 0 {
+		t.Fatalf("%d dead rows left, want 0", n)
 	}
 }
