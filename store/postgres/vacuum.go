@@ -82,10 +82,12 @@ const vacuumLockWait = "100ms"
 // (2 ms each 200 by default; -1 is the plain vacuum's setting), where a
 // VACUUM by hand runs unthrottled; and in one process, where a VACUUM by
 // hand vacuums the indexes of a large table with parallel workers, each
-// taking a core from the queue beside it. While another vacuum holds the
-// table it gives up after vacuumLockWait, and reports that it did not
-// run (ran false, no error). The connection's settings are put back
-// before it returns to the pool.
+// taking a core from the queue beside it. Unlike autovacuum it leaves
+// the empty pages at the table's end: their truncation would lock out
+// every claim and insert while it checks them, and the next inserts fill
+// them anyway. While another vacuum holds the table it gives up after
+// vacuumLockWait, and reports that it did not run (ran false, no error).
+// The connection's settings are put back before it returns to the pool.
 func (s *Store) vacuum(ctx context.Context, table string) (ran bool, err error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -98,7 +100,7 @@ func (s *Store) vacuum(ctx context.Context, table string) (ran bool, err error) 
 FROM (SELECT current_setting('autovacuum_vacuum_cost_delay') AS d, current_setting('autovacuum_vacuum_cost_limit') AS l) AS a`, vacuumLockWait)
 	if err == nil {
 		// VACUUM cannot run in a transaction, nor as a prepared statement.
-		_, err = conn.Exec(ctx, "VACUUM (PARALLEL 0) "+table, pgx.QueryExecModeSimpleProtocol)
+		_, err = conn.Exec(ctx, "VACUUM (PARALLEL 0, TRUNCATE false) "+table, pgx.QueryExecModeSimpleProtocol)
 	}
 	// A connection left with these settings would slow a caller's VACUUM
 	// and fail its lock waits.
