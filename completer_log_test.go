@@ -67,13 +67,9 @@ func TestFailedCompletionBatchLogsOneLine(t *testing.T) {
 	}), weir.KindConfig{}, func(c *weir.Config) {
 		ex.Executor = c.Store.Executor()
 		c.Store = &batchFailStore{Store: c.Store, ex: ex}
-		c.Queues = map[string]weir.QueueConfig{weir.DefaultQueue: {MaxWorkers: n}}
-		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		warnsTo(c, n, &logs)
 	}).start()
-	var ids []int64
-	for range n {
-		ids = append(ids, e.insert(task{}, nil).ID)
-	}
+	ids := insertTasks(e, n)
 	close(release)
 	for _, id := range ids {
 		e.advanceState(id, time.Second, weirtype.StateCompleted, 1)
@@ -109,13 +105,9 @@ func TestHeartbeatFindingLeasesLostLogsOneLine(t *testing.T) {
 		}
 		return ctx.Err()
 	}), weir.KindConfig{}, func(c *weir.Config) {
-		c.Queues = map[string]weir.QueueConfig{weir.DefaultQueue: {MaxWorkers: n}}
-		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		warnsTo(c, n, &logs)
 	}).start()
-	var ids []int64
-	for range n {
-		ids = append(ids, e.insert(task{}, nil).ID)
-	}
+	ids := insertTasks(e, n)
 	waitFor(t, func() bool { return started.Load() == n })
 	for _, id := range ids {
 		if _, err := e.s.Executor().Cancel(context.Background(), e.fc.Now(), id); err != nil {
@@ -127,4 +119,20 @@ func TestHeartbeatFindingLeasesLostLogsOneLine(t *testing.T) {
 	if lines := strings.Count(logs.String(), "leases lost"); lines != 1 || !strings.Contains(logs.String(), fmt.Sprintf("jobs=%d ", n)) {
 		t.Fatalf("%d lines for %d leases lost in one heartbeat, want one saying jobs=%d:\n%s", lines, n, n, logs.String())
 	}
+}
+
+// warnsTo gives c n workers on the default queue and its warnings, as
+// text, in logs.
+func warnsTo(c *weir.Config, n int, logs *syncio.Buffer) {
+	c.Queues = map[string]weir.QueueConfig{weir.DefaultQueue: {MaxWorkers: n}}
+	c.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// insertTasks inserts n tasks and returns their ids.
+func insertTasks(e *env, n int) []int64 {
+	ids := make([]int64, 0, n)
+	for range n {
+		ids = append(ids, e.insert(task{}, nil).ID)
+	}
+	return ids
 }

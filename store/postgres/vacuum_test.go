@@ -32,6 +32,29 @@ func deadRows(t *testing.T, s *postgres.Store, n int) {
 	}
 }
 
+// withoutAutovacuum is a migrated store whose job table autovacuum
+// leaves alone (autovacuum_enabled = false): the server's setting is
+// left as it is for the other tests.
+func withoutAutovacuum(t *testing.T) *postgres.Store {
+	t.Helper()
+	s := migrated(t)
+	exec(t, s, `ALTER TABLE weir_jobs SET (autovacuum_enabled = false)`)
+	return s
+}
+
+// sameSchema opens another store, as another process would, on s's
+// schema with cfg (its URL and schema set here), closed at the test's end.
+func sameSchema(t *testing.T, s *postgres.Store, cfg postgres.Config) *postgres.Store {
+	t.Helper()
+	cfg.URL, cfg.Schema = testenv.Postgres(t), s.Schema()
+	o, err := postgres.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = o.Close() })
+	return o
+}
+
 // Where autovacuum does not run on the job table, VacuumJobs vacuums it
 // once its dead rows pass the threshold autovacuum would apply (the
 // table's own settings first), and not again until they do; with
@@ -55,11 +78,7 @@ func TestVacuumJobsWhereAutovacuumIsOff(t *testing.T) {
 	// Without a NoVacuum, the default threshold and scale factor: a table
 	// never vacuumed counts no rows (reltuples -1), so 50 dead rows do.
 	exec(t, s, `ALTER TABLE weir_jobs RESET (autovacuum_vacuum_threshold, autovacuum_vacuum_scale_factor)`)
-	off, err := postgres.Open(ctx, postgres.Config{URL: testenv.Postgres(t), Schema: s.Schema(), MaxConns: 2, NoVacuum: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = off.Close() })
+	off := sameSchema(t, s, postgres.Config{MaxConns: 2, NoVacuum: true})
 	if res, err := off.VacuumJobs(ctx); err != nil || res != (store.VacuumResult{}) {
 		t.Fatalf("NoVacuum: %+v, %v; want nothing done", res, err)
 	}
@@ -117,13 +136,8 @@ func TestVacuumJobsLeavesTheTableToAutovacuum(t *testing.T) {
 func TestVacuumJobsLeavesThePoolsSettings(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := migrated(t)
-	exec(t, s, `ALTER TABLE weir_jobs SET (autovacuum_enabled = false)`)
-	one, err := postgres.Open(ctx, postgres.Config{URL: testenv.Postgres(t), Schema: s.Schema(), MaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = one.Close() })
+	s := withoutAutovacuum(t)
+	one := sameSchema(t, s, postgres.Config{MaxConns: 1})
 	show := func() (delay, limit, lockWait string) {
 		t.Helper()
 		if err := one.Pool().QueryRow(ctx, `SELECT current_setting('vacuum_cost_delay'), current_setting('vacuum_cost_limit'), current_setting('lock_timeout')`).Scan(&delay, &limit, &lockWait); err != nil {
@@ -149,8 +163,7 @@ func TestVacuumJobsLeavesThePoolsSettings(t *testing.T) {
 func TestVacuumJobsSkipsATableAnotherVacuumHolds(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := migrated(t)
-	exec(t, s, `ALTER TABLE weir_jobs SET (autovacuum_enabled = false)`)
+	s := withoutAutovacuum(t)
 	deadRows(t, s, 100)
 	tx, err := s.Pool().Begin(ctx)
 	if err != nil {
@@ -181,13 +194,8 @@ func TestVacuumJobsSkipsATableAnotherVacuumHolds(t *testing.T) {
 func TestVacuumJobsFromTwoStoresAtOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := migrated(t)
-	exec(t, s, `ALTER TABLE weir_jobs SET (autovacuum_enabled = false)`)
-	other, err := postgres.Open(ctx, postgres.Config{URL: testenv.Postgres(t), Schema: s.Schema(), MaxConns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = other.Close() })
+	s := withoutAutovacuum(t)
+	other := sameSchema(t, s, postgres.Config{MaxConns: 2})
 	deadRows(t, s, 500)
 	vctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
