@@ -471,21 +471,34 @@ func TestHeartbeatCrossingACompletionWarnsOfNothing(t *testing.T) {
 		c.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
 	var once sync.Once
+	crossed := make(chan bool, 1)
 	fs.ex.afterComplete = func() {
 		once.Do(func() {
 			// The job is completed in the store and still among the
-			// client's running ones: a heartbeat now, and back.
+			// client's running ones: a heartbeat now, and back. (On the
+			// completer's goroutine: no t.Fatal here.)
 			before := fs.ex.heartbeatsDone.Load()
 			e.fc.Advance(weir.DefaultLeaseFor / 3)
-			waitFor(t, func() bool { return fs.ex.heartbeatsDone.Load() > before })
+			deadline := time.Now().Add(waitLimit)
+			for fs.ex.heartbeatsDone.Load() == before && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
 			// Give the heartbeat's loop time to act on what it found.
 			time.Sleep(100 * time.Millisecond)
+			crossed <- fs.ex.heartbeatsDone.Load() > before
 		})
 	}
 	e.start()
 	id := e.insert(task{}, nil).ID
+	select {
+	case ok := <-crossed:
+		if !ok {
+			t.Fatalf("no heartbeat within %v of the completion's write", waitLimit)
+		}
+	case <-time.After(2 * waitLimit):
+		t.Fatal("the completion was not written")
+	}
 	e.waitState(id, weirtype.StateCompleted, 1)
-	waitFor(t, func() bool { return fs.ex.heartbeatsDone.Load() > 0 })
 	if runs.Load() != 1 {
 		t.Fatalf("%d runs, want 1", runs.Load())
 	}

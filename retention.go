@@ -76,10 +76,10 @@ func (c *Client) retention(kind string) time.Duration {
 // Config.JobRetention everywhere.
 //
 // With a store whose job table keeps dead rows until it is vacuumed
-// (PostgreSQL, store.Vacuumer), the sweep then vacuums the table where
-// the server's autovacuum does not run, once its dead rows pass the
-// threshold autovacuum would apply: the rows the sweep deleted, and the
-// old versions every claim and completion leaves.
+// (PostgreSQL, store.Vacuumer), a sweep whose deletes all succeeded then
+// vacuums the table where the server's autovacuum does not run, once its
+// dead rows pass the threshold autovacuum would apply: the rows the sweep
+// deleted, and the old versions every claim and completion leaves.
 func (c *Client) SweepRetention(ctx context.Context) (RetentionResult, error) {
 	res := RetentionResult{Deleted: map[string]int{}}
 	leaseFor := 3 * c.cfg.RetentionEvery
@@ -97,19 +97,27 @@ func (c *Client) SweepRetention(ctx context.Context) (RetentionResult, error) {
 		return res, nil
 	}
 	lost, err := c.purgeJobs(ctx, &res, held)
-	if v, ok := c.cfg.Store.(store.Vacuumer); ok && !lost && ctx.Err() == nil {
-		// Not bounded by the store timeout: on a large table a vacuum
-		// takes minutes, and it ends with ctx.
-		vres, verr := v.VacuumJobs(ctx)
-		res.Vacuum = vres
-		if verr != nil {
-			err = errors.Join(err, verr)
-		}
+	if v, ok := c.cfg.Store.(store.Vacuumer); ok && !lost && err == nil && ctx.Err() == nil {
+		err = c.vacuumJobs(ctx, v, &res, held)
 	}
 	if err != nil {
 		return res, fmt.Errorf("weir: retention sweep: %w", err)
 	}
 	return res, nil
+}
+
+// vacuumJobs asks v to vacuum the job table, into res, once the lease
+// (held) is renewed. The vacuum is not bounded by the store timeout (it
+// takes minutes on a large table) and ends with ctx; the lease may lapse
+// meanwhile, and another process's sweep then finds the table held and
+// leaves it (see store.Vacuumer).
+func (c *Client) vacuumJobs(ctx context.Context, v store.Vacuumer, res *RetentionResult, held func() (bool, error)) error {
+	ok, err := held()
+	if err != nil || !ok {
+		return err
+	}
+	res.Vacuum, err = v.VacuumJobs(ctx)
+	return err
 }
 
 // purgeJobs deletes the final jobs past their retention, kind by kind,

@@ -946,11 +946,19 @@ func (c *Client) expireLeases(now time.Time) (earliest time.Time, ok bool) {
 		}
 	}
 	c.mu.Unlock()
+	if len(lapsed) == 0 {
+		return earliest, ok
+	}
+	// One line however many leases passed (heartbeats fail alike).
+	ids := make([]int64, 0, min(len(lapsed), logBatchIDs))
 	for _, r := range lapsed {
-		c.log.Warn("lease passed without a successful heartbeat; cancelling the attempt",
-			"job_id", r.lease.ID, "attempt", r.lease.Attempt, "extended", r.extended)
+		if len(ids) < logBatchIDs {
+			ids = append(ids, r.lease.ID)
+		}
 		r.cancel(fmt.Errorf("weir: job %d: lease passed without a heartbeat: %w", r.lease.ID, store.ErrLeaseLost))
 	}
+	c.log.Warn("leases passed without a successful heartbeat; cancelling the attempts",
+		"jobs", len(lapsed), "job_ids", ids, "extended", lapsed[0].extended)
 	return earliest, ok
 }
 

@@ -111,7 +111,8 @@ type Vacuumer interface {
 	// VacuumJobs vacuums the job table when the server's autovacuum does
 	// not (it is off on the server, or for the table) and the table's
 	// dead rows are more than the threshold autovacuum would apply to it;
-	// it reports what it found and what it did.
+	// it reports what it found and what it did. While another vacuum
+	// holds the table it does nothing and reports no vacuum.
 	VacuumJobs(ctx context.Context) (VacuumResult, error)
 }
 

@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -45,6 +46,7 @@ type Config struct {
 	// NoVacuum: weir never vacuums its job table itself (see
 	// Store.VacuumJobs), even where the server's autovacuum is off. By
 	// default the retention sweep vacuums it there, as autovacuum would.
+	// (A store made with New: Store.DisableVacuum.)
 	NoVacuum bool
 }
 
@@ -60,7 +62,7 @@ type Store struct {
 	channel    string // see notifyChannel
 	sql        queries
 	jobsSize   sizeClass
-	noVacuum   bool // see Config.NoVacuum
+	noVacuum   atomic.Bool // see Config.NoVacuum
 }
 
 var _ store.Store = (*Store)(nil)
@@ -108,7 +110,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s.ownsPool = true
-	s.noVacuum = cfg.NoVacuum
+	s.noVacuum.Store(cfg.NoVacuum)
 	if err := s.ensureSchema(ctx); err != nil {
 		pool.Close()
 		return nil, err

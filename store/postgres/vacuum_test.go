@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -18,7 +19,7 @@ func tableStat(t *testing.T, s *postgres.Store, column string) int {
 
 // deadRows leaves n dead rows in s's job table (inserted, then deleted)
 // and waits until the server's statistics count them: a backend reports
-// its counts when it goes idle, up to a second later.
+// its counts when it goes idle, up to ten seconds later.
 func deadRows(t *testing.T, s *postgres.Store, n int) {
 	t.Helper()
 	insertBatch(t, s.Executor(), n, func(int) store.InsertParams { return store.InsertParams{Kind: "k", Queue: "q", Payload: []byte(`{}`)} })
@@ -27,6 +28,24 @@ func deadRows(t *testing.T, s *postgres.Store, n int) {
 	for tableStat(t, s, "n_dead_tup") < n {
 		if time.Now().After(deadline) {
 			t.Fatalf("the statistics count %d dead rows after 15 s, want %d", tableStat(t, s, "n_dead_tup"), n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitStat waits until the column of pg_stat_all_tables for s's job table
+// satisfies ok, and returns its value: some servers (13, 14) publish their
+// statistics half a second late.
+func waitStat(t *testing.T, s *postgres.Store, column string, ok func(int) bool) int {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		n := tableStat(t, s, column)
+		if ok(n) {
+			return n
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is %d after 15 s", column, n)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -91,18 +110,13 @@ func TestVacuumJobsWhereAutovacuumIsOff(t *testing.T) {
 	if err != nil || !res.Vacuumed || res.Threshold != int64(base) || res.Dead < 150 || res.Took <= 0 {
 		t.Fatalf("150 dead rows over the server's threshold of %d: %+v, %v; want a vacuum", base, res, err)
 	}
-	if n := tableStat(t, s, "vacuum_count"); n != 1 {
-		t.Fatalf("vacuum_count %d after the vacuum, want 1", n)
-	}
-	if n := tableStat(t, s, "n_dead_tup"); n != 0 {
-		t.Fatalf("%d dead rows left after the vacuum, want 0", n)
-	}
+	waitStat(t, s, "vacuum_count", func(n int) bool { return n == 1 })
+	// The rows a transaction of another test could still see stay dead
+	// after a vacuum: the next check vacuums again only while they pass
+	// the threshold.
 	res, err = s.VacuumJobs(ctx)
-	if err != nil || res.Vacuumed {
-		t.Fatalf("right after the vacuum: %+v, %v; want no vacuum", res, err)
-	}
-	if n := tableStat(t, s, "vacuum_count"); n != 1 {
-		t.Fatalf("vacuum_count %d after a check with no dead rows, want 1", n)
+	if err != nil || res.Vacuumed != (res.Dead > res.Threshold) {
+		t.Fatalf("right after the vacuum: %+v, %v; want a vacuum only above the threshold", res, err)
 	}
 }
 
@@ -130,10 +144,9 @@ func TestVacuumJobsLeavesTheTableToAutovacuum(t *testing.T) {
 	}
 }
 
-// The vacuum runs at autovacuum's pace on a connection of the pool, and
-// the connection goes back to the pool with its settings as they were: a
-// pool of one connection shows the plain vacuum's delay after it.
-func TestVacuumJobsLeavesThePoolsSettings(t *testing.T) {
+// The vacuum's settings (autovacuum's pace, its lock wait) never reach
+// the pool: a pool of one connection shows them as they were after it.
+func TestVacuumJobsLeavesThePoolAlone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := withoutAutovacuum(t)
@@ -189,8 +202,8 @@ func TestVacuumJobsSkipsATableAnotherVacuumHolds(t *testing.T) {
 
 // Two processes on one schema (two stores here) checking at once both
 // find the dead rows; their vacuums do not wait for each other: one
-// vacuums, and the other vacuums too once the first is done or skips the
-// table while it runs. Neither fails, and the dead rows are gone.
+// vacuums, and the other vacuums too once the first is done or gives up
+// while it runs. Neither fails, and each says truly whether it ran.
 func TestVacuumJobsFromTwoStoresAtOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -217,11 +230,40 @@ func TestVacuumJobsFromTwoStoresAtOnce(t *testing.T) {
 			vacuumed++
 		}
 	}
-	if n := tableStat(t, s, "vacuum_count"); vacuumed == 0 || n != vacuumed {
-		t.Fatalf("%d of two reported a vacuum, vacuum_count %d; want at least one, and as many as ran", vacuumed, n)
+	if vacuumed == 0 {
+		t.Fatal("neither of the two vacuumed")
 	}
+	waitStat(t, s, "vacuum_count", func(n int) bool { return n == vacuumed })
 	t.Logf("%d of the two vacuumed", vacuumed)
-	if n := tableStat(t, s, "n_dead_tup"); n != 0 {
-		t.Fatalf("%d dead rows left, want 0", n)
+}
+
+// The vacuum goes at the pace the table's own autovacuum settings give
+// (here a 100 ms sleep for each unit of work: minutes for this table),
+// and when its context ends the server stops it, rather than vacuum on
+// for a client that is gone.
+func TestVacuumJobsAtTheTablesPaceStopsWithItsContext(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := migrated(t)
+	exec(t, s, `ALTER TABLE weir_jobs SET (autovacuum_enabled = false, autovacuum_vacuum_cost_delay = 100, autovacuum_vacuum_cost_limit = 1)`)
+	deadRows(t, s, 2000)
+	vctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	res, err := s.VacuumJobs(vctx)
+	if !errors.Is(err, context.DeadlineExceeded) || res.Vacuumed {
+		t.Fatalf("a vacuum at 100 ms a unit of work, cut after 500 ms: %+v, %v; want the context's end, no vacuum", res, err)
+	}
+	running := func() int {
+		return queryInt(t, s, `SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'VACUUM %' AND query LIKE '%' || $1 || '%'`, s.Schema())
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for running() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the server still vacuums 5 s after the context ended")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := tableStat(t, s, "vacuum_count"); n != 0 {
+		t.Fatalf("vacuum_count %d, want 0: the vacuum was stopped", n)
 	}
 }
