@@ -101,8 +101,16 @@ func TestVacuumJobsWhereAutovacuumIsOff(t *testing.T) {
 	if res, err := off.VacuumJobs(ctx); err != nil || res != (store.VacuumResult{}) {
 		t.Fatalf("NoVacuum: %+v, %v; want nothing done", res, err)
 	}
+	made, err := postgres.New(s.Pool(), s.Schema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	made.DisableVacuum()
+	if res, err := made.VacuumJobs(ctx); err != nil || res != (store.VacuumResult{}) {
+		t.Fatalf("a store of New after DisableVacuum: %+v, %v; want nothing done", res, err)
+	}
 	if n := tableStat(t, s, "vacuum_count"); n != 0 {
-		t.Fatalf("vacuum_count %d with NoVacuum, want 0", n)
+		t.Fatalf("vacuum_count %d with NoVacuum and DisableVacuum, want 0", n)
 	}
 
 	base := queryInt(t, s, `SELECT current_setting('autovacuum_vacuum_threshold')::integer`)
