@@ -950,13 +950,7 @@ func (c *Client) expireLeases(now time.Time) (earliest time.Time, ok bool) {
 		return earliest, ok
 	}
 	// One line however many leases passed (heartbeats fail alike).
-	ids := make([]int64, 0, min(len(lapsed), logBatchIDs))
-	for _, r := range lapsed {
-		if len(ids) < logBatchIDs {
-			ids = append(ids, r.lease.ID)
-		}
-		r.cancel(fmt.Errorf("weir: job %d: lease passed without a heartbeat: %w", r.lease.ID, store.ErrLeaseLost))
-	}
+	ids := cancelAttempts(lapsed, "lease passed without a heartbeat: ")
 	c.log.Warn("leases passed without a successful heartbeat; cancelling the attempts",
 		"jobs", len(lapsed), "job_ids", ids, "extended", lapsed[0].extended)
 	return earliest, ok
@@ -1007,15 +1001,23 @@ func (c *Client) heartbeat(now time.Time) {
 		return
 	}
 	// One line for the heartbeat, however many attempts it cancels.
-	ids := make([]int64, 0, min(len(cancel), logBatchIDs))
-	for _, r := range cancel {
+	ids := cancelAttempts(cancel, "")
+	c.log.Warn("heartbeat: leases lost (another worker holds the jobs, or they were cancelled); cancelling the attempts",
+		"jobs", len(cancel), "job_ids", ids)
+}
+
+// cancelAttempts cancels each attempt of rs with store.ErrLeaseLost, its
+// cause saying why first, and returns the first logBatchIDs of their job
+// ids, for the one line that logs them.
+func cancelAttempts(rs []*runningJob, why string) []int64 {
+	ids := make([]int64, 0, min(len(rs), logBatchIDs))
+	for _, r := range rs {
 		if len(ids) < logBatchIDs {
 			ids = append(ids, r.lease.ID)
 		}
-		r.cancel(fmt.Errorf("weir: job %d: %w", r.lease.ID, store.ErrLeaseLost))
+		r.cancel(fmt.Errorf("weir: job %d: %s%w", r.lease.ID, why, store.ErrLeaseLost))
 	}
-	c.log.Warn("heartbeat: leases lost (another worker holds the jobs, or they were cancelled); cancelling the attempts",
-		"jobs", len(cancel), "job_ids", ids)
+	return ids
 }
 
 // rescueLoop puts back the jobs whose leases expired, and abandons those
