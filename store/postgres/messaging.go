@@ -31,6 +31,12 @@ const outboxColumns = `id, topic, key, payload, headers, created_at, published_a
 // outboxHeld is the guard of a write by the relay that holds the messages:
 // $1 the ids, $2 the relay. A lease that has ended, but whose message no
 // other relay has claimed since, is still held.
+//
+// The writes that name messages by outboxHeld are planned at each call
+// (planEachCall), as the heartbeat is: a prepared statement's generic
+// plan, made while the outbox held a few hundred messages and kept while
+// it grew (no ANALYZE without autovacuum), scanned the whole outbox to
+// mark four messages of twenty thousand.
 const outboxHeld = `id = ANY($1::bigint[]) AND lease_owner = $2 AND published_at IS NULL`
 
 func newMessagingQueries(schema string) messagingQueries {
@@ -216,7 +222,7 @@ func (e executor) MarkPublished(ctx context.Context, now time.Time, owner string
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	return e.execCount(ctx, op, e.s.sql.markPublished, ids, owner, micro(now))
+	return e.execCount(ctx, op, e.s.sql.markPublished, planEachCall, ids, owner, micro(now))
 }
 
 // RetryOutbox records a failed publish of the messages ids that owner
@@ -234,7 +240,7 @@ func (e executor) RetryOutbox(ctx context.Context, now time.Time, owner string, 
 	if retryAt.IsZero() {
 		retryAt = now
 	}
-	return e.execCount(ctx, op, e.s.sql.retryOutbox, ids, owner, storable(lastError), micro(retryAt))
+	return e.execCount(ctx, op, e.s.sql.retryOutbox, planEachCall, ids, owner, storable(lastError), micro(retryAt))
 }
 
 // ReleaseOutbox drops owner's leases on the messages ids, in one
@@ -247,7 +253,7 @@ func (e executor) ReleaseOutbox(ctx context.Context, now time.Time, owner string
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	return e.execCount(ctx, op, e.s.sql.releaseOutbox, ids, owner)
+	return e.execCount(ctx, op, e.s.sql.releaseOutbox, planEachCall, ids, owner)
 }
 
 // PurgeOutbox deletes up to limit messages published before before, oldest
