@@ -104,8 +104,9 @@ const vacuumLockWait = "100ms"
 // a core from the queue beside it. Unlike autovacuum it leaves the empty
 // pages at the table's end: their truncation would lock out every claim
 // and insert while it checks them, and the next inserts fill them anyway.
-// When the table's lock is not had within lock_timeout (settings) it
-// reports that it did not run (ran false, no error).
+// When a lock is not had within lock_timeout (settings) it reports that
+// it did not run (ran false, no error): the table's, or that of its TOAST
+// relation, vacuumed after the table itself.
 //
 // The connection is its own: session settings never reach the pool, nor,
 // behind a pooler, another client's session. When ctx ends the server is
