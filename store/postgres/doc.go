@@ -37,19 +37,24 @@
 // of the claim order) or weir_claim_from (from a hint), which turn sorts
 // and sequential scans off so that their plans keep this shape whatever
 // the table's statistics say. Leaving aside the pauses, limits and a
-// breaker's probe they also obey, each is, in effect,
+// breaker's probe they also obey, each is, in effect, two statements,
 //
+//	rows := ARRAY(SELECT ctid FROM weir_jobs
+//	              WHERE queue = $2 AND (state = 'available' OR (state = 'scheduled' AND scheduled_at <= $1))
+//	              ORDER BY priority DESC, scheduled_at, id LIMIT $3
+//	              FOR UPDATE SKIP LOCKED);
 //	UPDATE weir_jobs SET state = 'running', attempt = attempt + 1, lease_owner = …, lease_expires_at = …
-//	WHERE id IN (SELECT id FROM weir_jobs
-//	             WHERE queue = $2 AND (state = 'available' OR (state = 'scheduled' AND scheduled_at <= $1))
-//	             ORDER BY priority DESC, scheduled_at, id LIMIT $3
-//	             FOR UPDATE SKIP LOCKED)
+//	WHERE ctid = ANY (rows)
 //	RETURNING …
 //
-// whose subquery reads the partial index weir_jobs_claim in its order and
-// skips the jobs other claims hold locked: concurrent claims, in any number
-// of processes, never take one job. The claimed jobs are sorted back into
-// claim order, which RETURNING does not keep.
+// the first of which reads the partial index weir_jobs_claim in its order
+// and skips the jobs other claims hold locked: concurrent claims, in any
+// number of processes, never take one job. The second updates the locked
+// rows where they are (their addresses cannot change while the lock is
+// held) rather than finding each again through the primary key, and runs
+// on a snapshot taken after the lock, so it sees a row's latest version.
+// The claimed jobs are sorted back into claim order, which RETURNING does
+// not keep.
 //
 // Heartbeat, Complete, Fail and Snooze are guarded by the lease in their
 // WHERE (state = 'running' AND lease_owner = the worker AND attempt = the

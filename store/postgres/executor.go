@@ -385,51 +385,64 @@ func (e executor) GetJob(ctx context.Context, id int64) (*weirtype.Job, error) {
 	return job, nil
 }
 
+// jobTargets are the columns of a job row that scanJob reads into
+// something other than the job itself. They are allocated together, once
+// a row: each of them given to Scan on its own escaped to the heap, ten
+// allocations a row.
+type jobTargets struct {
+	state                                                string
+	payload, errs, progress, output                      []byte
+	attemptedAt, finalizedAt, leaseExpiresAt, deadlineAt pgtype.Timestamptz
+	dest                                                 [21]any
+}
+
 // scanJob reads a row of jobColumns, then extra.
 func scanJob(row pgx.Row, extra ...any) (*weirtype.Job, error) {
-	var (
-		j                                                    weirtype.Job
-		state                                                string
-		payload, errs, progress, output                      []byte
-		attemptedAt, finalizedAt, leaseExpiresAt, deadlineAt pgtype.Timestamptz
-	)
-	dest := []any{
-		&j.ID, &j.Kind, &j.Queue, &payload, &state, &j.Attempt, &j.MaxAttempts, &j.IdempotencyKey, &j.Source, &j.Priority,
-		&j.ScheduledAt, &j.CreatedAt, &j.UpdatedAt, &attemptedAt, &finalizedAt, &j.LeaseOwner, &leaseExpiresAt, &deadlineAt, &errs,
-		&progress, &output,
+	j, t := new(weirtype.Job), new(jobTargets)
+	t.dest = [...]any{
+		&j.ID, &j.Kind, &j.Queue, &t.payload, &t.state, &j.Attempt, &j.MaxAttempts, &j.IdempotencyKey, &j.Source, &j.Priority,
+		&j.ScheduledAt, &j.CreatedAt, &j.UpdatedAt, &t.attemptedAt, &t.finalizedAt, &j.LeaseOwner, &t.leaseExpiresAt, &t.deadlineAt, &t.errs,
+		&t.progress, &t.output,
 	}
-	if err := row.Scan(append(dest, extra...)...); err != nil {
+	dest := t.dest[:]
+	if len(extra) > 0 {
+		dest = append(dest[:len(dest):len(dest)], extra...)
+	}
+	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
-	j.Payload = json.RawMessage(payload)
-	j.State = weirtype.State(state)
+	j.Payload = json.RawMessage(t.payload)
+	j.State = weirtype.State(t.state)
 	j.ScheduledAt = j.ScheduledAt.UTC()
 	j.CreatedAt = j.CreatedAt.UTC()
 	j.UpdatedAt = j.UpdatedAt.UTC()
-	j.AttemptedAt = fromNull(attemptedAt)
-	j.FinalizedAt = fromNull(finalizedAt)
-	j.LeaseExpiresAt = fromNull(leaseExpiresAt)
-	j.DeadlineAt = fromNull(deadlineAt)
-	if err := json.Unmarshal(errs, &j.Errors); err != nil {
-		return nil, fmt.Errorf("job %d: errors column: %w", j.ID, err)
-	}
-	if len(j.Errors) == 0 {
-		j.Errors = nil
+	j.AttemptedAt = fromNull(t.attemptedAt)
+	j.FinalizedAt = fromNull(t.finalizedAt)
+	j.LeaseExpiresAt = fromNull(t.leaseExpiresAt)
+	j.DeadlineAt = fromNull(t.deadlineAt)
+	// Most jobs have no errors: '[]', which needs no decoder.
+	if string(t.errs) != "[]" {
+		if err := json.Unmarshal(t.errs, &j.Errors); err != nil {
+			return nil, fmt.Errorf("job %d: errors column: %w", j.ID, err)
+		}
+		if len(j.Errors) == 0 {
+			j.Errors = nil
+		}
 	}
 	for i := range j.Errors {
 		j.Errors[i].At = j.Errors[i].At.UTC()
 	}
-	if progress != nil {
+	if t.progress != nil {
 		j.Progress = new(weirtype.Progress)
-		if err := json.Unmarshal(progress, j.Progress); err != nil {
+		if err := json.Unmarshal(t.progress, j.Progress); err != nil {
 			return nil, fmt.Errorf("job %d: progress column: %w", j.ID, err)
 		}
 		j.Progress.At = j.Progress.At.UTC()
 	}
-	if output != nil {
-		j.Output = json.RawMessage(output)
+	if t.output != nil {
+		j.Output = json.RawMessage(t.output)
 	}
-	return &j, nil
+	return j, nil
 }
 
 // nullTime is NULL for the zero time.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -770,8 +771,9 @@ func explainGeneric(t *testing.T, s *Store, sql string, args ...any) string {
 		"EXPLAIN (COSTS OFF) EXECUTE listing("+strings.Join(values, ", ")+")", nil, []string{"DEALLOCATE listing"})
 }
 
-// A claim, from the head or from a hint, takes its jobs by id however the
-// table grew since the connection first ran it. weir_claim and
+// A claim, from the head or from a hint, finds its jobs through the claim
+// index (and updates them by address) however the table grew since the
+// connection first ran it. weir_claim and
 // weir_claim_from are PL/pgSQL, whose statements keep a cached plan until
 // the table's statistics change, which nothing does here (no ANALYZE):
 // weir_claim_from's UPDATE, planned on a table of a few rows, scanned the
@@ -821,6 +823,53 @@ func TestClaimsProbeByIDAfterTheTableGrew(t *testing.T) {
 			t.Errorf("a claim of 4 of 20,340 jobs (from a hint: %v) made %d sequential scans of the table and read %d rows through indexes, want none and fewer than 2,000",
 				from != nil, r.seq, r.fetched)
 		}
+	}
+}
+
+// A claim reads the claim index once for each range of it that it takes
+// jobs from, and updates the rows it locked by address (migration 0020):
+// no second read of each job through the primary key.
+func TestClaimsUpdateTheRowsTheyLockedByAddress(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := oneConnStore(t)
+	insertJobs(t, s, 1000)
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	ex := s.Tx(tx)
+	var from *weirtype.Job
+	var ids []int64
+	for _, c := range []struct {
+		name  string
+		scans int64 // of weir_jobs_claim: the head; a hint's higher priorities, then its own
+	}{{"from the head", 1}, {"from a hint", 2}} {
+		p := store.ClaimParams{Now: now, Queue: "default", Limit: 4, Owner: "w", LeaseFor: time.Minute}
+		if from != nil {
+			p.From = store.ClaimFromJob(from)
+		}
+		before := readsIn(t, tx, s.schema+".weir_jobs")
+		jobs, err := ex.Claim(ctx, p)
+		r := readsIn(t, tx, s.schema+".weir_jobs").since(before)
+		if err != nil || len(jobs) != 4 {
+			t.Fatalf("claim %s: %d claimed, %v", c.name, len(jobs), err)
+		}
+		for _, j := range jobs {
+			if j.State != weirtype.StateRunning || j.Attempt != 1 || j.LeaseOwner != "w" {
+				t.Errorf("claim %s: job %d %s, attempt %d, lease owner %q", c.name, j.ID, j.State, j.Attempt, j.LeaseOwner)
+			}
+			ids = append(ids, j.ID)
+		}
+		if r.seq != 0 || r.idx != c.scans || r.fetched > 4+int64(len(ids)) {
+			t.Errorf("claim %s: %d sequential and %d index scans of weir_jobs, %d rows read through indexes; want none, %d, at most %d",
+				c.name, r.seq, r.idx, r.fetched, c.scans, 4+len(ids))
+		}
+		from = jobs[len(jobs)-1]
+	}
+	if !slices.IsSorted(ids) || len(slices.Compact(slices.Clone(ids))) != 8 {
+		t.Errorf("claimed %v, want 8 jobs in the claim order", ids)
 	}
 }
 
