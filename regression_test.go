@@ -53,6 +53,19 @@ type faultEx struct {
 	// CompleteMany call, after the store's has written.
 	afterComplete  func()
 	heartbeatsDone atomic.Int64 // Heartbeat calls that returned
+	// blockKinds, when set before the client starts, is closed by each
+	// FinalJobKinds call (the retention sweep's first read), which then
+	// waits for its context to end.
+	blockKinds chan struct{}
+}
+
+func (e *faultEx) FinalJobKinds(ctx context.Context) ([]string, error) {
+	if e.blockKinds != nil {
+		close(e.blockKinds)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return e.Executor.FinalJobKinds(ctx)
 }
 
 func (e *faultEx) GetJob(ctx context.Context, id int64) (*weirtype.Job, error) {
@@ -504,5 +517,29 @@ func TestHeartbeatCrossingACompletionWarnsOfNothing(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "lease") {
 		t.Fatalf("a heartbeat crossing the completion logged:\n%s", logs.String())
+	}
+}
+
+// A retention sweep that Stop interrupts (a vacuum of minutes, at a
+// deploy) is logged at Info, not as a failure of the sweep.
+func TestSweepInterruptedByStopIsNoError(t *testing.T) {
+	t.Parallel()
+	logs := &syncio.Buffer{}
+	fs := wrap(nil)
+	fs.ex.blockKinds = make(chan struct{})
+	e := newEnv(t, weir.WorkFunc(func(context.Context, *weir.Job[task]) error { return nil }), weir.KindConfig{}, func(c *weir.Config) {
+		withFaults(fs)(c)
+		c.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	})
+	e.start()
+	select {
+	case <-fs.ex.blockKinds:
+	case <-time.After(waitLimit):
+		t.Fatal("no retention sweep began at Start")
+	}
+	stopClient(t, e.c)
+	out := logs.String()
+	if strings.Contains(out, "level=ERROR") || !strings.Contains(out, `msg="retention sweep: interrupted by Stop"`) {
+		t.Fatalf("a retention sweep interrupted by Stop logged:\n%s", out)
 	}
 }

@@ -193,10 +193,8 @@ func (c *Client) retentionLoop() {
 	for {
 		ctx, cancel := c.untilStop()
 		res, err := c.SweepRetention(ctx)
+		c.loopFailed(ctx, "retention sweep", err)
 		cancel()
-		if err != nil {
-			c.log.Error("retention sweep", "err", err.Error())
-		}
 		if n := sum(res.Deleted); n > 0 {
 			c.log.Info("retention sweep: deleted completed and cancelled jobs past their retention", "jobs", n)
 		}

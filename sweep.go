@@ -202,14 +202,26 @@ func (c *Client) sweepLoop() {
 		}
 		ctx, cancel := c.untilStop()
 		res, err := c.SweepStuck(ctx)
+		c.loopFailed(ctx, "stuck sweep", err)
 		cancel()
-		if err != nil {
-			c.log.Error("stuck sweep", "err", err.Error())
-		}
 		if n := sum(res.Requeued) + sum(res.MaxRetriesExceeded) + sum(res.SkippedBackoff) + sum(res.Waiting); n > 0 {
 			c.log.Info("stuck sweep done", "requeued", sum(res.Requeued), "skipped_backoff", sum(res.SkippedBackoff),
 				"max_retries_exceeded", sum(res.MaxRetriesExceeded), "waiting", sum(res.Waiting))
 		}
+	}
+}
+
+// loopFailed logs err, what a run of a loop's work (what) on ctx, a
+// context of untilStop not yet cancelled, returned: at Error, or at Info
+// when Stop ended ctx, since a sweep interrupted by a shutdown has not
+// failed (a vacuum of minutes, say: the next start sweeps again).
+func (c *Client) loopFailed(ctx context.Context, what string, err error) {
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		c.log.Info(what+": interrupted by Stop", "err", err.Error())
+	default:
+		c.log.Error(what, "err", err.Error())
 	}
 }
 
