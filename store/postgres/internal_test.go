@@ -827,8 +827,9 @@ func TestClaimsProbeByIDAfterTheTableGrew(t *testing.T) {
 }
 
 // A claim reads the claim index once for each range of it that it takes
-// jobs from, and updates the rows it locked by address (migration 0020):
-// no second read of each job through the primary key.
+// jobs from, updates the rows it locked by address, and reads the
+// queue's pauses once (migration 0020): no second read of each job
+// through the primary key, no probe of weir_pauses for each.
 func TestClaimsUpdateTheRowsTheyLockedByAddress(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -843,16 +844,17 @@ func TestClaimsUpdateTheRowsTheyLockedByAddress(t *testing.T) {
 	var from *weirtype.Job
 	var ids []int64
 	for _, c := range []struct {
-		name  string
-		scans int64 // of weir_jobs_claim: the head; a hint's higher priorities, then its own
-	}{{"from the head", 1}, {"from a hint", 2}} {
+		name   string
+		scans  int64 // of weir_jobs_claim: the head; a hint's higher priorities, then its own
+		pauses int64 // of weir_pauses: the pauses, and from the head the breakers' probes first
+	}{{"from the head", 1, 2}, {"from a hint", 2, 1}} {
 		p := store.ClaimParams{Now: now, Queue: "default", Limit: 4, Owner: "w", LeaseFor: time.Minute}
 		if from != nil {
 			p.From = store.ClaimFromJob(from)
 		}
-		before := readsIn(t, tx, s.schema+".weir_jobs")
+		before, pausesBefore := readsIn(t, tx, s.schema+".weir_jobs"), readsIn(t, tx, s.schema+".weir_pauses")
 		jobs, err := ex.Claim(ctx, p)
-		r := readsIn(t, tx, s.schema+".weir_jobs").since(before)
+		r, pauses := readsIn(t, tx, s.schema+".weir_jobs").since(before), readsIn(t, tx, s.schema+".weir_pauses").since(pausesBefore)
 		if err != nil || len(jobs) != 4 {
 			t.Fatalf("claim %s: %d claimed, %v", c.name, len(jobs), err)
 		}
@@ -865,6 +867,10 @@ func TestClaimsUpdateTheRowsTheyLockedByAddress(t *testing.T) {
 		if r.seq != 0 || r.idx != c.scans || r.fetched > 4+int64(len(ids)) {
 			t.Errorf("claim %s: %d sequential and %d index scans of weir_jobs, %d rows read through indexes; want none, %d, at most %d",
 				c.name, r.seq, r.idx, r.fetched, c.scans, 4+len(ids))
+		}
+		if pauses.seq+pauses.idx > c.pauses {
+			t.Errorf("claim %s: %d sequential and %d index scans of weir_pauses, want at most %d",
+				c.name, pauses.seq, pauses.idx, c.pauses)
 		}
 		from = jobs[len(jobs)-1]
 	}

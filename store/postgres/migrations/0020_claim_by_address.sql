@@ -8,7 +8,16 @@
 -- the lock, so it sees that version even when it was committed after
 -- the lock's statement began. (One statement, UPDATE … WHERE ctid IN
 -- (SELECT … FOR UPDATE), would not: its snapshot predates such a
--- version, and the row would be locked and left.) The rest is as in
+-- version, and the row would be locked and left.)
+--
+-- And the claims read the queue's pauses once, into an array of the kinds
+-- held ('' for the whole queue, which ends the claim there), rather than
+-- probing weir_pauses for each job they pass: two index pages a job, a
+-- third of the buffers of a claim's read. The pauses are read by the
+-- function's statement just before the claim's, as the probes read them
+-- at its start: a pause committed meanwhile holds from the next claim,
+-- as one committed during a claim's statement always did. The breaker's
+-- probe keeps its own check. The rest is as in
 -- migrations 0013 and 0016; the SET clauses of migration 0018 are
 -- restated, since a replaced function keeps none of its own.
 --
@@ -26,9 +35,15 @@ AS $$
 DECLARE
     v_limited text[];
     v_rows    tid[];
+    v_paused  text[];
 BEGIN
     PERFORM weir_limits_lock(false);
     v_limited := ARRAY(SELECT kind FROM weir_limit_kinds);
+    v_paused := ARRAY(SELECT p.kind FROM weir_pauses p
+        WHERE p.queue = p_queue AND (p.cause <> 'retry_after' OR p.until_at > p_now));
+    IF '' = ANY (v_paused) THEN
+        RETURN; -- the whole queue is paused
+    END IF;
     -- The three ranges in the claim order, each read only while the
     -- ranges before it left the claim short. Each locked row's address
     -- is that of its latest version, which no one else can change now.
@@ -37,9 +52,7 @@ BEGIN
         WHERE j.queue = p_queue AND j.priority > p_from_priority
             AND (j.state = 'available' OR (j.state = 'scheduled' AND j.scheduled_at <= p_now))
             AND NOT (j.kind = ANY (v_limited))
-            AND NOT EXISTS (SELECT 1 FROM weir_pauses p
-                WHERE p.queue = p_queue AND p.kind IN ('', j.kind)
-                    AND (p.cause <> 'retry_after' OR p.until_at > p_now))
+            AND NOT (j.kind = ANY (v_paused))
         ORDER BY j.priority DESC, j.scheduled_at, j.id
         LIMIT p_limit
         FOR UPDATE SKIP LOCKED);
@@ -49,9 +62,7 @@ BEGIN
         WHERE j.queue = p_queue AND j.priority = p_from_priority AND (j.scheduled_at, j.id) >= (p_from_at, p_from_id)
             AND (j.state = 'available' OR (j.state = 'scheduled' AND j.scheduled_at <= p_now))
             AND NOT (j.kind = ANY (v_limited))
-            AND NOT EXISTS (SELECT 1 FROM weir_pauses p
-                WHERE p.queue = p_queue AND p.kind IN ('', j.kind)
-                    AND (p.cause <> 'retry_after' OR p.until_at > p_now))
+            AND NOT (j.kind = ANY (v_paused))
         ORDER BY j.priority DESC, j.scheduled_at, j.id
         LIMIT p_limit - cardinality(v_rows)
         FOR UPDATE SKIP LOCKED);
@@ -62,9 +73,7 @@ BEGIN
         WHERE j.queue = p_queue AND j.priority < p_from_priority
             AND (j.state = 'available' OR (j.state = 'scheduled' AND j.scheduled_at <= p_now))
             AND NOT (j.kind = ANY (v_limited))
-            AND NOT EXISTS (SELECT 1 FROM weir_pauses p
-                WHERE p.queue = p_queue AND p.kind IN ('', j.kind)
-                    AND (p.cause <> 'retry_after' OR p.until_at > p_now))
+            AND NOT (j.kind = ANY (v_paused))
         ORDER BY j.priority DESC, j.scheduled_at, j.id
         LIMIT p_limit - cardinality(v_rows)
         FOR UPDATE SKIP LOCKED);
@@ -100,6 +109,7 @@ DECLARE
     v_room     bigint;
     v_n        bigint;
     v_rows     tid[];
+    v_paused   text[];
 BEGIN
     PERFORM weir_limits_lock(false);
     v_limited := ARRAY(SELECT kind FROM weir_limit_kinds);
@@ -141,6 +151,11 @@ BEGIN
     IF v_taken >= p_limit THEN
         RETURN;
     END IF;
+    v_paused := ARRAY(SELECT p.kind FROM weir_pauses p
+        WHERE p.queue = p_queue AND (p.cause <> 'retry_after' OR p.until_at > p_now));
+    IF '' = ANY (v_paused) THEN
+        RETURN; -- the whole queue is paused
+    END IF;
     IF cardinality(v_limited) > 0 THEN
         FOR v_key IN SELECT key FROM weir_limits ORDER BY key LOOP
             EXIT WHEN v_taken >= p_limit;
@@ -151,9 +166,7 @@ BEGIN
                 SELECT j.ctid FROM weir_jobs j
                 WHERE j.queue = p_queue AND j.kind = ANY (v_kinds)
                     AND (j.state = 'available' OR (j.state = 'scheduled' AND j.scheduled_at <= p_now))
-                    AND NOT EXISTS (SELECT 1 FROM weir_pauses p
-                        WHERE p.queue = p_queue AND p.kind IN ('', j.kind)
-                            AND (p.cause <> 'retry_after' OR p.until_at > p_now))
+                    AND NOT (j.kind = ANY (v_paused))
                 ORDER BY j.priority DESC, j.scheduled_at, j.id
                 LIMIT v_room
                 FOR UPDATE SKIP LOCKED);
@@ -179,9 +192,7 @@ BEGIN
         WHERE j.queue = p_queue
             AND (j.state = 'available' OR (j.state = 'scheduled' AND j.scheduled_at <= p_now))
             AND NOT (j.kind = ANY (v_limited))
-            AND NOT EXISTS (SELECT 1 FROM weir_pauses p
-                WHERE p.queue = p_queue AND p.kind IN ('', j.kind)
-                    AND (p.cause <> 'retry_after' OR p.until_at > p_now))
+            AND NOT (j.kind = ANY (v_paused))
         ORDER BY j.priority DESC, j.scheduled_at, j.id
         LIMIT p_limit - v_taken
         FOR UPDATE SKIP LOCKED);
