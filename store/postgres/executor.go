@@ -280,7 +280,7 @@ func (s *Store) insert(ctx context.Context, tx batchSender, begin bool, now, exp
 	res := make([]store.InsertResult, len(ps))
 	for i, p := range ps {
 		if run := unkeyedRun(ps, i); run > 0 {
-			if err := readUnkeyed(br, i, res[i:i+run]); err != nil {
+			if err := readUnkeyed(br, i, now, ps[i:i+run], res[i:i+run]); err != nil {
 				return nil, err
 			}
 		}

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -20,9 +19,11 @@ import (
 // scheduled times, $9 deadlines (NULL for none); $10 is the insert's time.
 // One statement parses, plans and writes the rows in one pass where one
 // INSERT per job paid each step per job: about half the database's CPU per
-// job of a producer's batch. The rows come back with their ids, which
-// the identity column hands out in the order of the arrays (see
-// readUnkeyed).
+// job of a producer's batch. Only the ids come back, which the identity
+// column hands out in the order of the arrays: every other column is
+// what the statement was given (see readUnkeyed), and returning the rows
+// whole had the server write each job's columns, its payload as JSON
+// text, and the client read them back, a producer's CPU per job.
 func insertManySQL(schema string) string {
 	return `INSERT INTO ` + schema + `.weir_jobs
 	(kind, queue, payload, state, max_attempts, source, priority, scheduled_at, created_at, updated_at, deadline_at)
@@ -30,7 +31,7 @@ SELECT kind, queue, payload::jsonb, state, max_attempts, source, priority, sched
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::integer[], $6::text[], $7::integer[],
 	$8::timestamptz[], $9::timestamptz[])
 	AS t(kind, queue, payload, state, max_attempts, source, priority, scheduled_at, deadline_at)
-RETURNING ` + jobColumns
+RETURNING id`
 }
 
 // unkeyedRun returns the length of the run of consecutive jobs without an
@@ -71,12 +72,15 @@ func (s *Store) queueUnkeyed(b *pgx.Batch, now time.Time, ps []store.InsertParam
 	b.Queue(s.sql.insertMany, kinds, queues, payloads, states, maxAttempts, sources, priorities, scheduled, deadlines, now)
 }
 
-// readUnkeyed reads the rows of the statement queueUnkeyed queued, the
-// next result of br, into res, one result per job; first is the first
-// job's position in the insert's parameters. The identity column hands
-// out ids in the order the rows are inserted, which is the order of the
-// arrays, so the rows sorted by id are the jobs in order.
-func readUnkeyed(br pgx.BatchResults, first int, res []store.InsertResult) error {
+// readUnkeyed reads the ids the statement queueUnkeyed queued for ps
+// returned, the next result of br, into res, one result per job: the job
+// as ps gave it, inserted at now (times as the columns keep them, in UTC
+// to the microsecond; the payload as given, which the jsonb column keeps
+// in its own form: a read of the job returns that form). first is the
+// first job's position in the insert's parameters. The identity column
+// hands out ids in the order the rows are inserted, which is the order
+// of the arrays, so the ids sorted are the jobs' in order.
+func readUnkeyed(br pgx.BatchResults, first int, now time.Time, ps []store.InsertParams, res []store.InsertResult) error {
 	fail := func(err error) error {
 		if len(res) == 1 {
 			return insertError(first, err)
@@ -88,15 +92,31 @@ func readUnkeyed(br pgx.BatchResults, first int, res []store.InsertResult) error
 	if err != nil {
 		return fail(err)
 	}
-	jobs, err := collect(rows, func(row pgx.Row) (*weirtype.Job, error) { return scanJob(row) })
+	ids, err := collect(rows, func(row pgx.Row) (id int64, err error) { return id, row.Scan(&id) })
 	if err != nil {
 		return fail(err)
 	}
-	if len(jobs) != len(res) {
-		return fail(fmt.Errorf("%d jobs inserted of %d", len(jobs), len(res)))
+	if len(ids) != len(res) {
+		return fail(fmt.Errorf("%d jobs inserted of %d", len(ids), len(res)))
 	}
-	slices.SortFunc(jobs, func(a, b *weirtype.Job) int { return cmp.Compare(a.ID, b.ID) })
-	for k, j := range jobs {
+	slices.Sort(ids)
+	at := micro(now)
+	jobs := make([]weirtype.Job, len(ids)) // one allocation for the batch
+	for k, id := range ids {
+		p := ps[k]
+		scheduled := p.ScheduledAt
+		if scheduled.IsZero() {
+			scheduled = now
+		}
+		j := &jobs[k]
+		*j = weirtype.Job{
+			ID: id, Kind: p.Kind, Queue: p.Queue, Payload: p.Payload, State: p.InitialState(now),
+			MaxAttempts: p.MaxAttempts, Source: p.Source, Priority: p.Priority,
+			ScheduledAt: micro(scheduled), CreatedAt: at, UpdatedAt: at,
+		}
+		if !p.DeadlineAt.IsZero() {
+			j.DeadlineAt = micro(p.DeadlineAt)
+		}
 		res[k] = store.InsertResult{Job: j, Outcome: weirtype.Inserted}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -368,6 +369,46 @@ func TestLeaseWritesProbeEachJob(t *testing.T) {
 		probes := regexp.MustCompile(`Index Cond: \(.*\bid = l\.id\)`).MatchString(plan)
 		if !probes || readsIndex(plan, "weir_jobs_lease") {
 			t.Errorf("%s does not probe each job by its id:\n%s", c.name, plan)
+		}
+	}
+}
+
+// The jobs an insert without keys returns are built from what it was
+// given and the ids it got back, not read back: each is the stored job,
+// times in UTC to the microsecond as the columns keep them, but for its
+// payload, which comes back as given (the jsonb column keeps its own form
+// of the same JSON).
+func TestInsertedJobsAreTheStoredJobs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := migratedStore(t)
+	at := time.Date(2026, 3, 4, 5, 6, 7, 891234567, time.FixedZone("east", 3*3600))
+	ps := []store.InsertParams{
+		{Kind: "a", Payload: json.RawMessage(`{ "b" : [1, 2],  "a" : "x" }`), MaxAttempts: 3, Source: "s", Priority: 2},
+		{Kind: "b", Queue: "q", Payload: json.RawMessage(`{}`), MaxAttempts: 1, ScheduledAt: at.Add(time.Hour + 999*time.Nanosecond)},
+		{Kind: "c", Payload: json.RawMessage(`{"n":1}`), MaxAttempts: 5, DeadlineAt: at.Add(2*time.Hour + 1500*time.Nanosecond)},
+	}
+	for i := range ps {
+		if ps[i].Queue == "" {
+			ps[i].Queue = "default"
+		}
+	}
+	res, err := s.Executor().Insert(ctx, at, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		got, err := s.Executor().GetJob(ctx, r.Job.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(r.Job.Payload) != string(ps[i].Payload) || !sameJSON(got.Payload, ps[i].Payload) {
+			t.Errorf("jobs[%d]: payload %s returned and %s stored, want %s", i, r.Job.Payload, got.Payload, ps[i].Payload)
+		}
+		inserted := *r.Job
+		inserted.Payload = got.Payload
+		if !reflect.DeepEqual(&inserted, got) {
+			t.Errorf("jobs[%d]: the insert returned\n%+v\nand the store holds\n%+v", i, inserted, *got)
 		}
 	}
 }
