@@ -92,7 +92,7 @@ func readUnkeyed(br pgx.BatchResults, first int, now time.Time, ps []store.Inser
 	if err != nil {
 		return fail(err)
 	}
-	ids, err := collect(rows, func(row pgx.Row) (id int64, err error) { return id, row.Scan(&id) })
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	if err != nil {
 		return fail(err)
 	}
