@@ -92,11 +92,6 @@ type decision struct {
 //     (ttl_exceeded) or the deadline (deadline_exceeded).
 func decide(j *weirtype.Job, kc KindConfig, end attemptEnd) decision {
 	now, err, cause := end.now, end.err, end.cause
-	var (
-		snooze   *snoozeError
-		timeout  *TimeoutError
-		deadline *DeadlineError
-	)
 	switch {
 	case end.superseded:
 		return decision{verdict: verdictSuperseded, outcome: weirtype.AttemptLeaseLost, err: err}
@@ -104,6 +99,15 @@ func decide(j *weirtype.Job, kc KindConfig, end attemptEnd) decision {
 		return decision{verdict: verdictLate}
 	case err == nil:
 		return decision{verdict: verdictComplete}
+	}
+	// Declared after the success's return: errors.As takes their
+	// addresses, so each is allocated where it is declared.
+	var (
+		snooze   *snoozeError
+		timeout  *TimeoutError
+		deadline *DeadlineError
+	)
+	switch {
 	case errors.Is(cause, errStopping) || errors.Is(cause, errCancelled):
 		// A stopping client gives the job back; a cancelled job is final.
 		return decision{verdict: verdictInterrupted, err: err}

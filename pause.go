@@ -108,8 +108,11 @@ type holdKey struct {
 // the snooze that replaces it: the job waits, its attempt given back,
 // until the breaker's next probe (at least PollEvery).
 func (c *Client) breakerOpen(reg *registration, err error) (error, bool) {
+	if err == nil || reg.cfg.Breaker == nil {
+		return err, false // no allocation of open on the common path
+	}
 	var open *breaker.OpenError
-	if reg.cfg.Breaker == nil || !errors.As(err, &open) {
+	if !errors.As(err, &open) {
 		return err, false
 	}
 	return JobSnooze(max(open.RetryIn, c.cfg.PollEvery)), true

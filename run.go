@@ -658,7 +658,7 @@ func (c *Client) forget(id int64, r *runningJob) {
 // completion is written.
 func (c *Client) run(ctx context.Context, r *runningJob, j *weirtype.Job) (handedOff bool) {
 	lease, cancel := r.lease, r.cancel
-	log := c.log.With(slog.Int64("job_id", j.ID), slog.String("kind", j.Kind), slog.Int("attempt", j.Attempt))
+	log := jobLogger(c.log, j)
 	reg := c.kinds[j.Kind]
 	now := c.clock.Now()
 	switch {
@@ -683,16 +683,33 @@ func (c *Client) run(ctx context.Context, r *runningJob, j *weirtype.Job) (hande
 	if !j.DeadlineAt.IsZero() {
 		stops = append(stops, c.cancelAfter(j.DeadlineAt.Sub(now), cancel, &DeadlineError{DeadlineAt: j.DeadlineAt}))
 	}
-	spanCtx, span := c.tracer.Start(ctx, "weir.job "+j.Kind, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
-		attribute.Int64("weir.job.id", j.ID), attribute.String("weir.job.kind", j.Kind),
-		attribute.String("weir.job.queue", j.Queue), attribute.Int("weir.job.attempt", j.Attempt)))
+	spanCtx, span := c.startSpan(ctx, j)
 	err := r.outcome(call(withAttempt(spanCtx, c, r), reg, j))
 	r.ended.Store(true)
-	tracing.End(span, err)
+	if span != nil {
+		tracing.End(span, err)
+	}
 	for _, stop := range stops {
 		stop()
 	}
 	return c.finish(ctx, log, reg, j, r, err, c.clock.Now().Sub(now))
+}
+
+// startSpan starts the span of an attempt of j, a child of ctx's, and
+// returns it with its context. With no TracerProvider in the client's
+// Config it returns no span, and ctx with its span's context, if any, in
+// a span that records nothing, as a tracer that makes no spans would,
+// without building the attributes of a span that is not made.
+func (c *Client) startSpan(ctx context.Context, j *weirtype.Job) (context.Context, trace.Span) {
+	if c.cfg.TracerProvider == nil {
+		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+			return trace.ContextWithSpanContext(ctx, sc), nil
+		}
+		return ctx, nil
+	}
+	return c.tracer.Start(ctx, "weir.job "+j.Kind, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
+		attribute.Int64("weir.job.id", j.ID), attribute.String("weir.job.kind", j.Kind),
+		attribute.String("weir.job.queue", j.Queue), attribute.Int("weir.job.attempt", j.Attempt)))
 }
 
 // cancelAfter cancels an attempt's context with cause after d on the
