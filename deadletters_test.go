@@ -28,14 +28,17 @@ func TestClientDeadLetterCalls(t *testing.T) {
 			return retry.Permanent(errors.New("unreadable: " + j.Args.Name))
 		}), weir.KindConfig{}, nil).start()
 		ctx := context.Background()
+		// Each job is waited for with the fake clock moving in small
+		// steps, as the real one would: a write or a claim that failed
+		// under load retries after a backoff on the client's clock.
 		dead := func(name string) int64 {
 			t.Helper()
 			id := e.insert(task{Name: name}, nil).ID
-			e.waitState(id, weirtype.StateDead, 1)
+			e.advanceState(id, 100*time.Millisecond, weirtype.StateDead, 1)
 			return id
 		}
 		a, b := dead("a"), dead("b")
-		e.fc.Advance(2 * time.Hour)
+		e.advance(2 * time.Hour) // and the client catches up before c
 		c := dead("c")
 		jobIDs := func(f weir.DeadLetterFilter) []int64 {
 			t.Helper()
