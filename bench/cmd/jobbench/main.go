@@ -12,7 +12,9 @@
 // is 24 h; weir keeps them). Then, at low load, it inserts -latency-n jobs
 // one at a time, each after the previous one started, and measures the
 // insert call (enqueue latency) and the time from the insert's return to
-// the handler's start (pickup latency).
+// the handler's start (pickup latency). Each such job comes just after the
+// previous one's claim, so weir claims it once its ClaimCooldown
+// (-claim-cooldown) has passed; -claim-cooldown 1ns claims it at once.
 //
 // It prints the settings, a table, and last a line "ratio weir/river: X.XX"
 // (jobs per second of weir over River's).
@@ -38,6 +40,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/weirhq/weir"
 	"github.com/weirhq/weir/bench/internal/program"
 )
 
@@ -51,7 +54,8 @@ type settings struct {
 	latencyN     int
 	batch        int
 	poll         time.Duration
-	cooldown     time.Duration
+	cooldown     time.Duration // River's FetchCooldown
+	claimCool    time.Duration // weir's ClaimCooldown
 	maxConns     int
 	maxRunning   int
 	rounds       int
@@ -71,8 +75,9 @@ func main() {
 	flag.IntVar(&s.latencyN, "latency-n", 200, "jobs inserted one at a time for the latency measurement (0: skip)")
 	flag.IntVar(&s.batch, "batch", 1000, "jobs per bulk-insert call")
 	flag.DurationVar(&s.poll, "poll", 100*time.Millisecond, "weir's PollEvery and River's FetchPollInterval")
-	flag.DurationVar(&s.cooldown, "fetch-cooldown", time.Millisecond,
-		"River's FetchCooldown (its minimum is 1ms; weir has no cooldown: it claims as soon as a slot frees)")
+	flag.DurationVar(&s.cooldown, "fetch-cooldown", time.Millisecond, "River's FetchCooldown (its minimum is 1ms)")
+	flag.DurationVar(&s.claimCool, "claim-cooldown", weir.DefaultClaimCooldown,
+		"weir's Config.ClaimCooldown: after a claim that emptied the queue, an insert's wake claims no sooner than this after it (1ns: at once, weir.ClaimAtOnce)")
 	flag.IntVar(&s.maxConns, "max-conns", 20, "PostgreSQL pool size of each system (-store postgres)")
 	s.Register(10*time.Minute, "a run", "weir's throughput phase", "clients'")
 	flag.Parse()
@@ -93,6 +98,8 @@ func run(ctx context.Context, out io.Writer, s settings) error {
 		return errors.New("-n, -workers, -batch and -max-conns must be positive, -latency-n not negative")
 	case s.poll <= 0 || s.cooldown < time.Millisecond:
 		return errors.New("-poll must be positive and -fetch-cooldown at least 1ms (River's minimum)")
+	case s.claimCool <= 0:
+		return fmt.Errorf("-claim-cooldown %v: want a positive duration (1ns: claim at once)", s.claimCool)
 	}
 	s.postgresMode = s.store == "postgres"
 	logger := program.Logger(s.Verbose)
@@ -157,8 +164,8 @@ func run(ctx context.Context, out io.Writer, s settings) error {
 func printSettings(out io.Writer, s settings) {
 	fmt.Fprintf(out, "# jobbench: store=%s jobs=%d workers=%d (both) insert-batch=%d latency-n=%d GOMAXPROCS=%d %s\n",
 		s.store, s.n, s.workers, s.batch, s.latencyN, runtime.GOMAXPROCS(0), runtime.Version())
-	fmt.Fprintf(out, "# poll: weir PollEvery=%v, River FetchPollInterval=%v; River FetchCooldown=%v (weir has none: it claims when a slot frees)\n",
-		s.poll, s.poll, s.cooldown)
+	fmt.Fprintf(out, "# poll: weir PollEvery=%v, River FetchPollInterval=%v; River FetchCooldown=%v, weir ClaimCooldown=%v (a latency job, inserted just after the last one's claim, waits for it)\n",
+		s.poll, s.poll, s.cooldown, s.claimCool)
 	fmt.Fprintln(out, "# wake on insert: weir wakes its own producer; River riverpgxv5 LISTEN/NOTIFY, riversqlite wakes its own producer")
 	if s.postgresMode {
 		fmt.Fprintf(out, "# postgres: pool of %d connections each; weir bulk insert InsertMany, River InsertManyFast (COPY)\n", s.maxConns)

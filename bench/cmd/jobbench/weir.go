@@ -66,12 +66,13 @@ func runWeir(ctx context.Context, s settings, logger *slog.Logger, maxRunning in
 		return r, err
 	}
 	client, err := weir.NewClient(weir.Config{
-		Store:     st,
-		Workers:   workers,
-		Queues:    map[string]weir.QueueConfig{weir.DefaultQueue: {MaxWorkers: s.workers}},
-		PollEvery: s.poll,
-		ID:        "jobbench",
-		Logger:    logger,
+		Store:         st,
+		Workers:       workers,
+		Queues:        map[string]weir.QueueConfig{weir.DefaultQueue: {MaxWorkers: s.workers}},
+		PollEvery:     s.poll,
+		ClaimCooldown: s.claimCool,
+		ID:            "jobbench",
+		Logger:        logger,
 	})
 	if err != nil {
 		return r, err
