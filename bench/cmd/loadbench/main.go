@@ -14,7 +14,13 @@
 // jobs; the workers run in a child process, this program re-executed,
 // whose CPU time is measured with getrusage and which a phase may SIGKILL.
 // After the last phase the queue is drained and every produced job is
-// checked in the database: completed exactly once.
+// checked in the database: completed exactly once. With a repeated-kill
+// phase the worker processes also tell this process, through a pipe, of
+// each job whose work finished, before the system records its success;
+// "work twice" counts the jobs whose work finished more than once (a
+// success a SIGKILL took before it was recorded), where "reruns" counts
+// every job completed at a later attempt (an attempt killed before its
+// work ended, or claimed and not yet started, is one too).
 //
 // Phases: clean (the producer alone), high-load (1.5x the rate or depth),
 // idle-in-tx (a connection holds BEGIN; SELECT txid_current() open),

@@ -68,3 +68,35 @@ func BenchmarkLoadQuick(b *testing.B) {
 	for b.Loop() {
 	}
 }
+
+// With a repeated-kill phase the worker processes report each job whose
+// work finished: every produced job's work finished at least once, and
+// a job whose work finished twice ran at a later attempt (a rerun).
+func TestWorkFinishedTwiceIsCounted(t *testing.T) {
+	cfg := loadbench.Quick(loadbench.Default())
+	cfg.URL = testenv.Postgres(t)
+	cfg.Systems = []loadbench.System{loadbench.Weir}
+	cfg.Phases = []loadbench.Phase{{Kind: loadbench.Clean, Duration: time.Second}, {Kind: loadbench.RepeatedKill, Duration: 3 * time.Second}}
+	cfg.KillEvery = time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var progress strings.Builder
+	rep, err := loadbench.Run(ctx, cfg, &progress)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, progress.String())
+	}
+	if bad := rep.Failed(); bad != "" {
+		t.Fatal(bad)
+	}
+	if len(rep.Runs) != 1 {
+		t.Fatalf("%d runs, want weir's", len(rep.Runs))
+	}
+	r := rep.Runs[0]
+	t.Logf("produced %d, reruns %d, work finished %d, twice %d", r.Produced, r.Reruns, r.WorkDone, r.WorkTwice)
+	if !r.WorkCounted || r.Produced == 0 || r.WorkDone != r.Produced {
+		t.Fatalf("work counted %v: %d jobs finished their work, want every one of the %d produced", r.WorkCounted, r.WorkDone, r.Produced)
+	}
+	if r.WorkTwice > r.Reruns {
+		t.Fatalf("%d jobs finished their work twice, more than the %d that ran again", r.WorkTwice, r.Reruns)
+	}
+}

@@ -14,6 +14,7 @@ package loadbench
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -269,6 +270,11 @@ func ParseSystems(s string) ([]System, error) {
 		return nil, errors.New("no systems")
 	}
 	return out, nil
+}
+
+// hasPhase reports whether the phases include one of kind k.
+func (c Config) hasPhase(k PhaseKind) bool {
+	return slices.ContainsFunc(c.Phases, func(ph Phase) bool { return ph.Kind == k })
 }
 
 // Validate checks c and returns an error naming the first bad setting.

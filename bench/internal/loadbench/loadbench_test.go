@@ -1,7 +1,9 @@
 package loadbench
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"math"
 	"os"
 	"strings"
@@ -159,5 +161,21 @@ func TestDepthCountIsSpacedByItsCost(t *testing.T) {
 	}
 	if got := p.estimate(); got != 7 {
 		t.Errorf("estimate %d after a count of 7 and nothing since, want 7", got)
+	}
+}
+
+// The parent counts the 8-byte records of finished work per sequence
+// number, across a process's partial last record.
+func TestFinishedWorkCountsOnceAndTwice(t *testing.T) {
+	var b []byte
+	for _, seq := range []int64{1, 2, 2, 3, 3, 3} {
+		b = binary.LittleEndian.AppendUint64(b, uint64(seq))
+	}
+	b = append(b, 9, 9, 9) // a record cut short: not counted
+	f := newFinishedWork()
+	f.read(bytes.NewReader(b))
+	f.read(bytes.NewReader(binary.LittleEndian.AppendUint64(nil, 1))) // a second incarnation
+	if once, twice := f.counts(); once != 3 || twice != 3 {
+		t.Fatalf("counts: %d finished, %d twice; want 3 and 3", once, twice)
 	}
 }

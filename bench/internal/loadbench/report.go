@@ -105,10 +105,10 @@ func (rep *Report) printSummary(out io.Writer) {
 	_ = tw.Flush()
 	fmt.Fprintln(out, "\n== every produced job completed exactly once? (checked in the database after the drain) ==")
 	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "system\tworkers\tproduced\tlost\tdup completions\tdup rows\treruns\tunfinished\tnot inserted\tdrain s\t")
+	fmt.Fprintln(tw, "system\tworkers\tproduced\tlost\tdup completions\tdup rows\treruns\twork twice\tunfinished\tnot inserted\tdrain s\t")
 	for _, r := range rep.Runs {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t\n", r.System, r.Workers, r.Produced, r.Lost,
-			r.DupCompleted, r.DupRows, r.Reruns, r.Unfinished, r.NotInserted, r.DrainSeconds)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%.1f\t\n", r.System, r.Workers, r.Produced, r.Lost,
+			r.DupCompleted, r.DupRows, r.Reruns, r.workTwice(), r.Unfinished, r.NotInserted, r.DrainSeconds)
 	}
 	_ = tw.Flush()
 	for _, r := range rep.Runs {

@@ -108,17 +108,33 @@ type RunResult struct {
 	// one completed row of a sequence number), DupRows (rows beyond the
 	// first of a sequence number), Reruns (completed at an attempt above
 	// 1: run again after a kill), Unfinished (rows not completed).
-	Produced     int64   `json:"produced"`
-	NotInserted  int64   `json:"not_inserted"`
-	Lost         int64   `json:"lost"`
-	DupCompleted int64   `json:"duplicate_completions"`
-	DupRows      int64   `json:"duplicate_rows"`
-	Reruns       int64   `json:"reruns"`
+	Produced     int64 `json:"produced"`
+	NotInserted  int64 `json:"not_inserted"`
+	Lost         int64 `json:"lost"`
+	DupCompleted int64 `json:"duplicate_completions"`
+	DupRows      int64 `json:"duplicate_rows"`
+	Reruns       int64 `json:"reruns"`
+	// WorkTwice counts the jobs whose handler finished its work more than
+	// once (its success lost with a killed process before it was
+	// recorded), where WorkCounted: in a run with a repeated-kill phase.
+	// A rerun whose earlier attempt was killed before its work finished
+	// is not one.
+	WorkTwice    int64   `json:"work_twice"`
+	WorkDone     int64   `json:"work_done"` // jobs whose work finished at least once
+	WorkCounted  bool    `json:"work_counted"`
 	Unfinished   int64   `json:"unfinished"`
 	Foreign      int64   `json:"foreign_rows"`
 	DrainSeconds float64 `json:"drain_s"`
 	Drained      bool    `json:"drained"`
 	Err          string  `json:"error,omitempty"`
+}
+
+// workTwice is WorkTwice, or "-" where it was not counted.
+func (r RunResult) workTwice() string {
+	if !r.WorkCounted {
+		return "-"
+	}
+	return fmt.Sprint(r.WorkTwice)
 }
 
 // Report is a whole invocation.
@@ -201,6 +217,11 @@ func runOne(ctx context.Context, cfg Config, sys System, workers int, admin *pgx
 	col := &collector{}
 	prod := newProducer(cfg, t, col.startedJobs, logw)
 	wp := &workerProc{spec: t.workerSpec(cfg, workers), col: col, profile: cfg.ProfileDir, name: fmt.Sprintf("%s-w%d", sys, workers)}
+	if cfg.hasPhase(RepeatedKill) {
+		// Only where a process is killed can work finish twice: the
+		// count costs a write per job and a map entry per job.
+		wp.spec.Finished, wp.fin = true, newFinishedWork()
+	}
 	if err := wp.start(); err != nil {
 		return fail(err)
 	}
@@ -289,8 +310,12 @@ func runOne(ctx context.Context, cfg Config, sys System, workers int, admin *pgx
 	if err := verify(context.WithoutCancel(ctx), admin, t, prod, &r); err != nil {
 		return fail(fmt.Errorf("verify: %w", err))
 	}
-	fmt.Fprintf(logw, "# %s workers=%d: produced %d, lost %d, duplicate completions %d, reruns %d, unfinished %d (drain %.1fs)\n",
-		sys, workers, r.Produced, r.Lost, r.DupCompleted, r.Reruns, r.Unfinished, r.DrainSeconds)
+	if wp.fin != nil {
+		r.WorkCounted = true
+		r.WorkDone, r.WorkTwice = wp.fin.counts()
+	}
+	fmt.Fprintf(logw, "# %s workers=%d: produced %d, lost %d, duplicate completions %d, reruns %d (work done twice %s), unfinished %d (drain %.1fs)\n",
+		sys, workers, r.Produced, r.Lost, r.DupCompleted, r.Reruns, r.workTwice(), r.Unfinished, r.DrainSeconds)
 	if r.Unfinished > 0 {
 		showUnfinished(context.WithoutCancel(ctx), admin, t, sys, workers, logw)
 	}

@@ -2,6 +2,7 @@ package loadbench
 
 import (
 	"bufio"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -82,10 +83,12 @@ type workerProc struct {
 	profile  string // directory of CPU profiles, or empty
 	name     string // system-wN, for the profiles
 	restarts int
+	fin      *finishedWork // with spec.Finished: the work each incarnation finished
 
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	exited chan struct{}
+	cmd        *exec.Cmd
+	stdin      io.WriteCloser
+	exited     chan struct{}
+	finReading chan struct{} // closed when the incarnation's finished work is all read; nil without
 }
 
 // start runs a worker process and waits until it has started its client.
@@ -115,10 +118,34 @@ func (w *workerProc) start() error {
 	if err != nil {
 		return err
 	}
-	if err := cmd.Start(); err != nil {
+	var finR, finW *os.File
+	if spec.Finished {
+		if finR, finW, err = os.Pipe(); err != nil {
+			return err
+		}
+		cmd.ExtraFiles = []*os.File{finW} // descriptor 3 in the child
+	}
+	err = cmd.Start()
+	if finW != nil {
+		_ = finW.Close() // the child's copy is the only writer: its exit ends the reader
+	}
+	if err != nil {
+		if finR != nil {
+			_ = finR.Close()
+		}
 		return fmt.Errorf("start worker process: %w", err)
 	}
 	w.cmd, w.stdin, w.exited = cmd, stdin, make(chan struct{})
+	w.finReading = nil
+	if finR != nil {
+		reading := make(chan struct{})
+		w.finReading = reading
+		go func() {
+			defer close(reading)
+			defer finR.Close()
+			w.fin.read(finR)
+		}()
+	}
 	ready := make(chan struct{})
 	go w.read(stdout, ready)
 	select {
@@ -152,6 +179,9 @@ func (w *workerProc) read(stdout io.Reader, ready chan struct{}) {
 		}
 	}
 	_ = w.cmd.Wait()
+	if w.finReading != nil {
+		<-w.finReading // every record the process wrote is counted
+	}
 	var cpu int64
 	if ru, ok := w.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		cpu = ru.Utime.Nano()/1e3 + ru.Stime.Nano()/1e3
@@ -180,4 +210,43 @@ func (w *workerProc) stop(timeout time.Duration) error {
 		return fmt.Errorf("the worker process ended with %v", w.cmd.ProcessState)
 	}
 	return nil
+}
+
+// finishedWork counts, per sequence number, the handlers that finished
+// their job's work, across the worker process's restarts (see
+// workerSpec.Finished).
+type finishedWork struct {
+	mu sync.Mutex
+	n  map[int64]uint32
+}
+
+func newFinishedWork() *finishedWork { return &finishedWork{n: make(map[int64]uint32)} }
+
+// read counts the records of r, 8 bytes each, until r ends.
+func (f *finishedWork) read(r io.Reader) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	var b [8]byte
+	for {
+		if _, err := io.ReadFull(br, b[:]); err != nil {
+			return
+		}
+		seq := int64(binary.LittleEndian.Uint64(b[:]))
+		f.mu.Lock()
+		f.n[seq]++
+		f.mu.Unlock()
+	}
+}
+
+// counts returns how many sequence numbers' work finished at least once
+// and how many more than once.
+func (f *finishedWork) counts() (once, twice int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.n {
+		once++
+		if c > 1 {
+			twice++
+		}
+	}
+	return once, twice
 }
