@@ -686,9 +686,7 @@ func (c *Client) run(ctx context.Context, r *runningJob, j *weirtype.Job) (hande
 	spanCtx, span := c.startSpan(ctx, j)
 	err := r.outcome(call(withAttempt(spanCtx, c, r), reg, j))
 	r.ended.Store(true)
-	if span != nil {
-		tracing.End(span, err)
-	}
+	tracing.End(span, err)
 	for _, stop := range stops {
 		stop()
 	}
@@ -697,14 +695,11 @@ func (c *Client) run(ctx context.Context, r *runningJob, j *weirtype.Job) (hande
 
 // startSpan starts the span of an attempt of j, a child of ctx's, and
 // returns it with its context. With no TracerProvider in the client's
-// Config it returns no span, and ctx with its span's context, if any, in
-// a span that records nothing, as a tracer that makes no spans would,
-// without building the attributes of a span that is not made.
+// Config it makes no span, nor the attributes of one, and returns ctx
+// (an attempt's context comes from the client's jobsCtx, which holds no
+// span).
 func (c *Client) startSpan(ctx context.Context, j *weirtype.Job) (context.Context, trace.Span) {
 	if c.cfg.TracerProvider == nil {
-		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
-			return trace.ContextWithSpanContext(ctx, sc), nil
-		}
 		return ctx, nil
 	}
 	return c.tracer.Start(ctx, "weir.job "+j.Kind, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(

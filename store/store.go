@@ -767,6 +767,15 @@ func (p InsertParams) Normalize() (InsertParams, error) {
 	return p, nil
 }
 
+// ScheduledFor is when a job inserted at now is scheduled: p.ScheduledAt,
+// or now when it is unset.
+func (p InsertParams) ScheduledFor(now time.Time) time.Time {
+	if p.ScheduledAt.IsZero() {
+		return now
+	}
+	return p.ScheduledAt
+}
+
 // InitialState is the state a new job starts in at time now: scheduled when
 // it may not run yet, available otherwise.
 func (p InsertParams) InitialState(now time.Time) weirtype.State {

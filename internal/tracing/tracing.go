@@ -57,8 +57,12 @@ func SpanContext(headers map[string]string) trace.SpanContext {
 	return trace.SpanContextFromContext(Extract(context.Background(), headers))
 }
 
-// End records err on span, if any, and ends it.
+// End records err on span, if any, and ends it; a nil span (none made)
+// is nothing to end.
 func End(span trace.Span, err error) {
+	if span == nil {
+		return
+	}
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())

@@ -237,10 +237,7 @@ func (s *Store) insert(ctx context.Context, tx batchSender, begin bool, now, exp
 		if p.IdempotencyKey == "" {
 			continue
 		}
-		scheduledAt := p.ScheduledAt
-		if scheduledAt.IsZero() {
-			scheduledAt = now
-		}
+		scheduledAt := p.ScheduledFor(now)
 		// Running for exactly StuckAfter is not stuck: stuck is
 		// now - attempted_at > StuckAfter, that is attempted_at < now -
 		// StuckAfter, which at microsecond precision holds exactly when it

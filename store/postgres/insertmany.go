@@ -63,10 +63,7 @@ func (s *Store) queueUnkeyed(b *pgx.Batch, now time.Time, ps []store.InsertParam
 		states[k], sources[k] = string(p.InitialState(now)), p.Source
 		// Insert has checked that both fit in an int32.
 		maxAttempts[k], priorities[k] = int32(p.MaxAttempts), int32(p.Priority)
-		scheduled[k] = p.ScheduledAt
-		if scheduled[k].IsZero() {
-			scheduled[k] = now
-		}
+		scheduled[k] = p.ScheduledFor(now)
 		deadlines[k] = nullTime(p.DeadlineAt)
 	}
 	b.Queue(s.sql.insertMany, kinds, queues, payloads, states, maxAttempts, sources, priorities, scheduled, deadlines, now)
@@ -104,15 +101,11 @@ func readUnkeyed(br pgx.BatchResults, first int, now time.Time, ps []store.Inser
 	jobs := make([]weirtype.Job, len(ids)) // one allocation for the batch
 	for k, id := range ids {
 		p := ps[k]
-		scheduled := p.ScheduledAt
-		if scheduled.IsZero() {
-			scheduled = now
-		}
 		j := &jobs[k]
 		*j = weirtype.Job{
 			ID: id, Kind: p.Kind, Queue: p.Queue, Payload: p.Payload, State: p.InitialState(now),
 			MaxAttempts: p.MaxAttempts, Source: p.Source, Priority: p.Priority,
-			ScheduledAt: micro(scheduled), CreatedAt: at, UpdatedAt: at,
+			ScheduledAt: micro(p.ScheduledFor(now)), CreatedAt: at, UpdatedAt: at,
 		}
 		if !p.DeadlineAt.IsZero() {
 			j.DeadlineAt = micro(p.DeadlineAt)

@@ -156,10 +156,7 @@ func (e executor) insertAll(ctx context.Context, tx *sql.Tx, now time.Time, ps [
 }
 
 func (e executor) insertOne(ctx context.Context, tx *sql.Tx, now time.Time, p store.InsertParams) (store.InsertResult, error) {
-	scheduledAt := p.ScheduledAt
-	if scheduledAt.IsZero() {
-		scheduledAt = now
-	}
+	scheduledAt := p.ScheduledFor(now)
 	job, err := scanJob(e.s.stmts.queryRow(ctx, tx, insertJob,
 		p.Kind, p.Queue, string(p.Payload), string(p.InitialState(now)), p.MaxAttempts, p.IdempotencyKey,
 		p.Source, p.Priority, encodeTime(scheduledAt), encodeTime(now), encodeTime(now), encodeTime(p.DeadlineAt)))

@@ -85,10 +85,9 @@ type workerProc struct {
 	restarts int
 	fin      *finishedWork // with spec.Finished: the work each incarnation finished
 
-	cmd        *exec.Cmd
-	stdin      io.WriteCloser
-	exited     chan struct{}
-	finReading chan struct{} // closed when the incarnation's finished work is all read; nil without
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	exited chan struct{}
 }
 
 // start runs a worker process and waits until it has started its client.
@@ -136,18 +135,17 @@ func (w *workerProc) start() error {
 		return fmt.Errorf("start worker process: %w", err)
 	}
 	w.cmd, w.stdin, w.exited = cmd, stdin, make(chan struct{})
-	w.finReading = nil
+	var finReading chan struct{} // closed once the incarnation's finished work is all read
 	if finR != nil {
-		reading := make(chan struct{})
-		w.finReading = reading
+		finReading = make(chan struct{})
 		go func() {
-			defer close(reading)
+			defer close(finReading)
 			defer finR.Close()
 			w.fin.read(finR)
 		}()
 	}
 	ready := make(chan struct{})
-	go w.read(stdout, ready)
+	go w.read(stdout, ready, finReading)
 	select {
 	case <-ready:
 		return nil
@@ -160,8 +158,9 @@ func (w *workerProc) start() error {
 }
 
 // read consumes the process's reports until it exits, then waits for it
-// and books its CPU time.
-func (w *workerProc) read(stdout io.Reader, ready chan struct{}) {
+// (and for finReading, when not nil, to be closed) and books its CPU
+// time.
+func (w *workerProc) read(stdout io.Reader, ready, finReading chan struct{}) {
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 1<<16), 1<<22)
 	var last report
@@ -179,8 +178,8 @@ func (w *workerProc) read(stdout io.Reader, ready chan struct{}) {
 		}
 	}
 	_ = w.cmd.Wait()
-	if w.finReading != nil {
-		<-w.finReading // every record the process wrote is counted
+	if finReading != nil {
+		<-finReading // every record the process wrote is counted
 	}
 	var cpu int64
 	if ru, ok := w.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
