@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"os"
 	"testing"
 	"time"
 
@@ -278,5 +279,29 @@ func TestVacuumJobsAtTheTablesPaceStopsWithItsContext(t *testing.T) {
 	}
 	if n := tableStat(t, s, "vacuum_count"); n != 0 {
 		t.Fatalf("vacuum_count %d, want 0: the vacuum was stopped", n)
+	}
+}
+
+// The job table is vacuumed at full speed (migration 0021): its own
+// autovacuum_vacuum_cost_delay is 0, which the server's autovacuum and
+// VacuumJobs (the table's pace first) both take; a pace an operator set
+// on the table before the migration ran is kept.
+func TestJobTableIsVacuumedAtFullSpeed(t *testing.T) {
+	t.Parallel()
+	s := migrated(t)
+	const delay = `SELECT coalesce((SELECT option_value::integer FROM pg_options_to_table(
+		(SELECT reloptions FROM pg_class WHERE oid = 'weir_jobs'::regclass))
+		WHERE option_name = 'autovacuum_vacuum_cost_delay'), -1)`
+	if got := queryInt(t, s, delay); got != 0 {
+		t.Fatalf("the job table's autovacuum_vacuum_cost_delay after the migrations is %d (-1: unset), want 0", got)
+	}
+	sql, err := os.ReadFile("migrations/0021_jobs_vacuum_pace.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec(t, s, `ALTER TABLE weir_jobs SET (autovacuum_vacuum_cost_delay = 7)`)
+	exec(t, s, string(sql))
+	if got := queryInt(t, s, delay); got != 7 {
+		t.Fatalf("the migration run on a table whose pace an operator set to 7 ms left %d, want 7", got)
 	}
 }
