@@ -1,15 +1,14 @@
 -- The job table is vacuumed at full speed: autovacuum_vacuum_cost_delay 0
 -- on weir_jobs, for the server's autovacuum and for the vacuum weir runs
 -- where autovacuum is off (Store.VacuumJobs takes the table's own pace
--- first). At autovacuum's default pace (2 ms of sleep every 200 cost
--- units) a pass over a job table held full took 80 to 190 s, most of it
--- asleep, while the claims and completions beside it left dead rows
+-- first). At autovacuum's default pace (a 2 ms sleep every 200 cost
+-- units) a pass over a job table held full took 80 to 190 s, asleep most
+-- of it, while the claims and completions beside it left dead rows
 -- faster than it removed them: after ten minutes at 15,000 jobs/s the
--- table held 7.2 million dead rows in 10.3 GB, and the rate swung
--- between 0.89 and 1.07 of the first minute's with the passes. At full
--- speed each pass took 10 to 16 s, the table held 3.2 million dead rows
--- in 6.6 GB, and every minute ran within 0.92 to 1.03 of the first. A
--- slower pace (5 ms) did worse: 0.83 to 0.95.
+-- table held 7.2 million dead rows in 10.3 GB. Without the sleeps each
+-- pass took 5 to 16 s, and four runs of the same ten minutes ended with
+-- 1.5 to 3.2 million dead rows in 5.6 to 6.7 GB, at the same rate over
+-- the run. A slower pace (5 ms) was slower in every minute.
 --
 -- A pace an operator set on the table already is kept.
 DO $$
