@@ -88,8 +88,12 @@ func TestPostgresClaimWhoseReplyIsLostRunsAgainWithinALease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	startClient(t, c)
+	// Armed before the client starts: a claim begun before the arming
+	// (a poll's, say) could otherwise take the job after the insert
+	// commits, unarmed, and run it with no reply lost. Claims that find
+	// no job leave it armed.
 	ls.ex.armed.Store(true)
+	startClient(t, c)
 	r, err := c.Insert(context.Background(), task{Name: "cut"}, nil)
 	if err != nil {
 		t.Fatal(err)
